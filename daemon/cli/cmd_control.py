@@ -1,0 +1,62 @@
+"""`anima control list|get KEY|set KEY VALUE`: the runtime switches in life_control."""
+
+from __future__ import annotations
+
+import argparse
+
+from daemon.cli.env import CliEnv
+from engine import control
+from engine.store.core import controls, set_control, stored_controls
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("control", help="list, get or set runtime switches (life_control)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    list_parser = actions.add_parser("list", help="every switch with its value, default and meaning")
+    list_parser.add_argument("--json", action="store_true")
+    get_parser = actions.add_parser("get", help="one switch's value")
+    get_parser.add_argument("key")
+    get_parser.add_argument("--json", action="store_true")
+    set_parser = actions.add_parser("set", help="set a switch (takes effect within one heartbeat)")
+    set_parser.add_argument("key")
+    set_parser.add_argument("value")
+    set_parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace, env: CliEnv) -> int:
+    if args.action in ("get", "set"):
+        control.spec_of(args.key)  # unknown key: exit 2 before touching the database
+    value = control.parse_value(args.key, args.value) if args.action == "set" else None
+    conn = env.open_db()
+    try:
+        if args.action == "list":
+            values, stored = controls(conn), stored_controls(conn)
+            rows = [
+                {"key": k, "value": values[k], "default": s.default, "set": k in stored, "description": s.description}
+                for k, s in control.REGISTRY.items()
+            ]
+            if args.json:
+                env.print_json(rows)
+            else:
+                for row in rows:
+                    mark = "" if row["set"] else " (default)"
+                    print(f"{row['key']:<16} {_show(row['value']):<5}{mark:<10}  {row['description']}")
+        elif args.action == "get":
+            current = controls(conn)[args.key]
+            env.print_json({"key": args.key, "value": current}) if args.json else print(_show(current))
+        else:
+            old, new = set_control(conn, args.key, value, env.clock.now(), actor="cli")
+            if args.json:
+                env.print_json({"key": args.key, "old": old, "new": new})
+            else:
+                print(f"{args.key}: {_show(old)} -> {_show(new)}")
+    finally:
+        conn.close()
+    return 0
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)

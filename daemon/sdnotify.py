@@ -1,0 +1,42 @@
+"""The sd_notify protocol: one datagram per message to $NOTIFY_SOCKET (READY=1, WATCHDOG=1, STATUS=, STOPPING=1).
+
+Twenty lines of stdlib; the PyPI `sdnotify` package is unmaintained since 2017 and adds nothing.
+Without NOTIFY_SOCKET (not under systemd) every call is a no-op.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+
+class Notifier:
+    def __init__(self, address: str | None = None):
+        address = address if address is not None else os.environ.get("NOTIFY_SOCKET", "")
+        if address.startswith("@"):
+            address = "\0" + address[1:]  # abstract namespace
+        self.address = address or None
+        self.sock: socket.socket | None = None
+        if self.address:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+
+    def notify(self, *lines: str) -> None:
+        if self.sock is None or self.address is None:
+            return
+        try:
+            self.sock.sendto("\n".join(lines).encode(), self.address)
+        except OSError:
+            pass  # the supervisor went away; nothing useful to do
+
+    def watchdog_interval_s(self) -> float | None:
+        """Half of WATCHDOG_USEC (systemd's advice), when the watchdog is on for this process."""
+        usec = os.environ.get("WATCHDOG_USEC")
+        pid = os.environ.get("WATCHDOG_PID")
+        if not usec or (pid and pid != str(os.getpid())):
+            return None
+        return int(usec) / 2_000_000
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
