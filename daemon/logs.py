@@ -33,7 +33,11 @@ def configure_logging(fmt: str = "kv", level: str = "info", stream: TextIO | Non
     if fmt == "json":
         processors.append(structlog.processors.JSONRenderer(ensure_ascii=False, sort_keys=False))
     else:
-        processors.append(structlog.processors.KeyValueRenderer(key_order=["event", "level"], drop_missing=True))
+        processors.append(
+            structlog.processors.LogfmtRenderer(
+                key_order=["event", "level"], drop_missing=True, bool_as_flag=False
+            )
+        )
     if under_journald:
         processors.append(_journal_prefix)
     structlog.configure(

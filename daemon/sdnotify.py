@@ -6,6 +6,7 @@ Without NOTIFY_SOCKET (not under systemd) every call is a no-op.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 
@@ -23,10 +24,8 @@ class Notifier:
     def notify(self, *lines: str) -> None:
         if self.sock is None or self.address is None:
             return
-        try:
+        with contextlib.suppress(OSError):  # the supervisor went away; nothing useful to do
             self.sock.sendto("\n".join(lines).encode(), self.address)
-        except OSError:
-            pass  # the supervisor went away; nothing useful to do
 
     def watchdog_interval_s(self) -> float | None:
         """Half of WATCHDOG_USEC (systemd's advice), when the watchdog is on for this process."""
