@@ -1,0 +1,129 @@
+"""`anima life`: the operator's view of her timeline (untold events marked), and `anima life add` for backstory.
+
+This is an operator tool on the host, not a chat front-end path: it shows untold (told=0) life
+events, clearly marked, because the operator owns the file. Nothing here is logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from daemon.cli.env import CliEnv
+from engine import activity as act
+from engine.errors import InputError
+from engine.store import life as life_store
+from engine.store import transaction
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("life", help="her timeline (operator view; untold events marked)")
+    parser.add_argument("--day", help="local day YYYY-MM-DD in [life] tz (default: today)")
+    parser.add_argument("--since", help="ISO 8601 instant: everything since then instead of one day")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=handle)
+    sub = parser.add_subparsers(dest="life_command", metavar="add")
+    add = sub.add_parser("add", help="add a backstory life event")
+    add.add_argument("text")
+    add.add_argument("--told", action="store_true", help="she has already told it (it becomes recallable memory)")
+    add.add_argument("--ts", help="when it happened, ISO 8601 (default: now)")
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(func=handle_add)
+
+
+def _instant(text: str, tz: str, flag: str) -> float:
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{flag} must be an ISO 8601 time such as 2025-01-06T09:30+08:00, got {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=ZoneInfo(tz))
+    return when.timestamp()
+
+
+def window(args: argparse.Namespace, env: CliEnv) -> tuple[float, float]:
+    tz = env.settings.life.tz
+    now = env.clock.now()
+    if args.since:
+        return _instant(args.since, tz, "--since"), now + 1.0
+    if args.day:
+        try:
+            day = date.fromisoformat(args.day)
+        except ValueError:
+            raise InputError(f"--day must be a date YYYY-MM-DD, got {args.day!r}") from None
+    else:
+        day = act.local_time(now, tz).date()
+    start = datetime(day.year, day.month, day.day, tzinfo=ZoneInfo(tz))
+    return start.timestamp(), (start + timedelta(days=1)).timestamp()
+
+
+def timeline(conn: Any, since: float, until: float, tz: str) -> dict[str, Any]:
+    def iso(t: float | None) -> str | None:
+        return None if t is None else act.local_time(t, tz).isoformat(timespec="seconds")
+
+    acts = [{"id": a["id"], "kind": a["kind"], "label": a["label"], "since": iso(a["started_at"]),
+             "until": iso(a["ended_at"] if a["ended_at"] is not None else a["expected_end"]), "why": a["why"],
+             "status": a["status"]} for a in life_store.activities(conn, since, until)]
+    events = [{"id": e["id"], "ts": iso(e["ts"]), "kind": e["kind"], "origin": e["origin"], "told": bool(e["told"]),
+               "text": e["text"]} for e in life_store.life_events(conn, since, until, told_only=False)]
+    return {"since": iso(since), "until": iso(until), "activities": acts, "life_events": events}
+
+
+def handle(args: argparse.Namespace, env: CliEnv) -> int:
+    since, until = window(args, env)
+    conn = env.open_db(create=False)
+    try:
+        view = timeline(conn, since, until, env.settings.life.tz)
+    finally:
+        conn.close()
+    if args.json:
+        env.print_json(view)
+        return 0
+    print(f"{view['since']} .. {view['until']}")
+    # One day: clock times are enough; a longer window shows the date too.
+    cut = 11 if until - since <= 86400.0 + 1 else 5
+    rows: list[tuple[str, str]] = []
+    for a in view["activities"]:
+        why = act.WHY_ZH.get(a["why"], a["why"])
+        mark = "" if a["status"] in ("done", "current") else f" [{a['status']}]"
+        now_mark = "  <- now" if a["status"] == "current" else ""
+        span = f"{a['since'][cut:16]}-{(a['until'] or '')[11:16]}"
+        rows.append((a["since"], f"  {span}  {a['label']}（{why}）{mark}{now_mark}"))
+    for e in view["life_events"]:
+        told = "told" if e["told"] else "UNTOLD"
+        rows.append((e["ts"], f"      {e['ts'][cut:16]} #{e['id']} [{told}] {e['text']}"))
+    for _, line in sorted(rows, key=lambda r: r[0]):
+        print(line)
+    if not rows:
+        print("  (nothing recorded)")
+    return 0
+
+
+def handle_add(args: argparse.Namespace, env: CliEnv) -> int:
+    now = env.clock.now()
+    ts = _instant(args.ts, env.settings.life.tz, "--ts") if args.ts else now
+    conn = env.open_db()
+    try:
+        if args.told:
+            # Imported here: recall needs the embedder only when a told event must become memory.
+            from engine.memory.embed import make_embedder
+            from engine.memory.ingest import index_life_event
+
+            embedder = make_embedder(env.settings.memory)
+            with transaction(conn):
+                event_id = life_store.add_life_event(conn, args.text, ts, told=True, origin="backstory",
+                                                     kind="backstory")
+                index_life_event(conn, embedder, event_id, now)
+        else:
+            with transaction(conn):
+                event_id = life_store.add_life_event(conn, args.text, ts, told=False, origin="backstory",
+                                                     kind="backstory")
+    finally:
+        conn.close()
+    if args.json:
+        env.print_json({"id": event_id, "told": bool(args.told), "ts": ts})
+    else:
+        print(f"life event #{event_id} added ({'told' if args.told else 'untold'})")
+    return 0

@@ -1,0 +1,200 @@
+"""`anima simulate`: run her life for N days at full speed on a temporary database with an injected clock.
+
+For persona designers and tests: the output (timeline, life events, daily summaries) depends only
+on the chart, the settings and --start, so two runs are byte-identical. The real database is only
+read (for her birth facts); everything is written to a throwaway file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from daemon.cli.env import CliEnv
+from engine import activity as act
+from engine.errors import InputError
+from engine.persona import Persona, describe_persona
+from engine.settings import Settings
+from engine.store import connect, migrate
+from engine.store import life as life_store
+from engine.store.core import get_companion
+
+DEFAULT_START = "2025-01-06T04:00"   # a Monday at 04:00, when her day turns; fixed so runs are reproducible
+TAIL_H = 12.0                          # run past the last day so its night is complete
+MAX_DAYS = 366
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("simulate", help="run her life for N days at full speed on a temporary DB")
+    parser.add_argument("--days", type=int, default=7, help="how many days (default 7)")
+    parser.add_argument("--start", default=DEFAULT_START,
+                        help=f"start instant, ISO 8601; without an offset it is in [life] tz (default {DEFAULT_START})")
+    parser.add_argument("--chart-birth", help='use this birth instead of the database companion: "YYYY-MM-DD HH:MM"')
+    parser.add_argument("--step-s", type=float, default=300.0, help="heartbeat of the simulation in seconds (default 300)")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=handle)
+
+
+def parse_start(text: str, tz: str) -> float:
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"--start must be an ISO 8601 time such as 2025-01-06T04:00, got {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=ZoneInfo(tz))
+    return when.timestamp()
+
+
+def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, str, int], name: str,
+             step_s: float = 300.0) -> dict[str, Any]:
+    """Run `days` of her life from `start` for the companion born at `birth` = (local, tz, sect)."""
+    from engine.companion import create_companion
+    from engine.inner import resume_after_gap, step_inner
+
+    if not 1 <= days <= MAX_DAYS:
+        raise InputError(f"--days must be from 1 to {MAX_DAYS}, got {days}")
+    if not 1.0 <= step_s <= 3600.0:
+        raise InputError(f"--step-s must be from 1 to 3600 seconds, got {step_s}")
+    tz = settings.life.tz
+    with tempfile.TemporaryDirectory(prefix="anima-sim-") as tmp:
+        conn = connect(Path(tmp) / "sim.db")
+        try:
+            conn.execute("PRAGMA synchronous = OFF")  # a throwaway file: durability buys nothing here
+            migrate(conn, now=start)
+            companion = create_companion(conn, name=name, birth_local=birth[0], tz=birth[1], place=None,
+                                         sect=birth[2], now=start)
+            persona = Persona.from_dict(companion["persona"])
+            controls = {"heartbeat": True, "life": True}
+            resume_after_gap(conn, settings, persona, None, start)
+            end = start + days * 86400.0
+            stop = end + TAIL_H * 3600.0
+            t = start
+            while t < stop:
+                t = min(stop, t + step_s)
+                step_inner(conn, settings, persona, t, step_s, controls)
+            rows = life_store.activities(conn, start, stop)
+            events = life_store.life_events(conn, start, stop, told_only=False)
+            trace = life_store.trace(conn, start, stop)
+        finally:
+            conn.close()
+    return _report(companion, persona, rows, events, trace, start, days, tz)
+
+
+def _iso(t: float, tz: str) -> str:
+    return act.local_time(t, tz).strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _hm(t: float, tz: str) -> str:
+    return act.local_time(t, tz).strftime("%H:%M")
+
+
+def _report(companion: dict[str, Any], persona: Persona, rows: list[dict[str, Any]], events: list[dict[str, Any]],
+            trace: list[dict[str, Any]], start: float, days: int, tz: str) -> dict[str, Any]:
+    timeline = []
+    for r in rows:
+        ended = r["ended_at"] if r["ended_at"] is not None else r["expected_end"]
+        timeline.append({"start": _iso(r["started_at"], tz), "end": _iso(ended, tz), "kind": r["kind"],
+                         "label": r["label"], "why": r["why"], "status": r["status"],
+                         "t0": round(r["started_at"], 3), "t1": round(ended, 3)})
+    first_day = act.day_of(start, tz)
+    daily = [_day_summary((datetime.fromisoformat(first_day) + timedelta(days=i)).date().isoformat(),
+                          timeline, trace, tz) for i in range(days)]
+    return {
+        "companion": {"name": companion["name"], "birth": companion["birth_local"], "tz": companion["birth_tz"],
+                      "pillars": companion["chart"]["pillars"], "day_master": companion["chart"]["day_master"]},
+        "persona": describe_persona(companion["chart"], persona),
+        "chronotype_shift_h": persona.chronotype_shift_h,
+        "start": _iso(start, tz),
+        "days": days,
+        "timeline": timeline,
+        "life_events": [{"ts": _iso(e["ts"], tz), "kind": e["kind"], "text": e["text"]} for e in events],
+        "daily": daily,
+    }
+
+
+def _day_summary(day: str, timeline: list[dict[str, Any]], trace: list[dict[str, Any]], tz: str) -> dict[str, Any]:
+    lo = act.at_local(day, act.DAY_STARTS_AT_H, tz)
+    hi = lo + 86400.0
+    in_day = [a for a in timeline if lo <= a["t0"] < hi]
+    # Night sleeps start after noon of her day (the morning end of last night's sleep belongs to yesterday).
+    sleeps = [a for a in in_day if a["kind"] == "sleep" and a["t0"] >= lo + 8 * 3600]
+    main = max(sleeps, key=lambda a: a["t1"] - a["t0"]) if sleeps else None
+    woke = [a["t1"] for a in timeline if a["kind"] == "sleep" and lo - 12 * 3600 <= a["t0"] < lo + 8 * 3600]
+    wake_at = min(woke) if woke else lo
+    minutes: Counter[str] = Counter()
+    for a in in_day:
+        minutes[a["kind"]] += round((a["t1"] - a["t0"]) / 60.0)
+    awake = [p for p in trace if wake_at <= p["ts"] < (main["t0"] if main else hi)]
+    summary: dict[str, Any] = {
+        "day": day,
+        "wake": _hm(wake_at, tz),
+        "sleep_start": _hm(main["t0"], tz) if main else None,
+        "sleep_end": _hm(main["t1"], tz) if main else None,
+        "sleep_h": round((main["t1"] - main["t0"]) / 3600.0, 3) if main else 0.0,
+        "main_sleep_t0": main["t0"] if main else None,
+        "sleeps": len(sleeps),
+        "meals": [a["kind"] for a in in_day if a["kind"] in act.MEALS],
+        "minutes": dict(sorted(minutes.items())),
+        "mood_v_mean": round(sum(p["v"] for p in awake) / len(awake), 4) if awake else None,
+    }
+    if awake:
+        low = min(awake, key=lambda p: (p["e"], p["ts"]))
+        high = max(awake, key=lambda p: (p["e"], -p["ts"]))
+        summary.update({"energy_min": round(low["e"], 4), "energy_min_at": _hm(low["ts"], tz),
+                        "energy_min_ts": low["ts"], "energy_max": round(high["e"], 4),
+                        "energy_max_at": _hm(high["ts"], tz), "energy_max_ts": high["ts"]})
+    return summary
+
+
+def handle(args: argparse.Namespace, env: CliEnv) -> int:
+    settings = env.settings
+    start = parse_start(args.start, settings.life.tz)
+    sect = settings.companion.bazi_sect
+    name = settings.companion.demo_name
+    birth = (settings.companion.demo_birth, settings.companion.demo_tz, sect)
+    if args.chart_birth:
+        birth = (args.chart_birth, settings.companion.demo_tz, sect)
+    elif env.db_path.exists():
+        conn = connect(env.db_path, readonly=True)
+        try:
+            companion = get_companion(conn)
+        except Exception:
+            companion = None
+        finally:
+            conn.close()
+        if companion:
+            birth = (companion["birth_local"], companion["birth_tz"], int(companion["bazi_sect"]))
+            name = companion["name"]
+    report = simulate(settings, days=args.days, start=start, birth=birth, name=name, step_s=args.step_s)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, sort_keys=True))
+        return 0
+    _print_text(report)
+    return 0
+
+
+def _print_text(report: dict[str, Any]) -> None:
+    c = report["companion"]
+    print(f"{c['name']}  {' '.join(c['pillars'][p] for p in ('year', 'month', 'day', 'time'))}  "
+          f"from {report['start']} for {report['days']} days")
+    for key, value in report["persona"].items():
+        print(f"  {key}: {value}")
+    day = None
+    for a in report["timeline"]:
+        if a["start"][:10] != day:
+            day = a["start"][:10]
+            print(f"\n{day}")
+        why = act.WHY_ZH.get(a["why"], a["why"])
+        mark = "" if a["status"] == "done" else f" [{a['status']}]"
+        print(f"  {a['start'][11:16]}-{a['end'][11:16]}  {a['label']}（{why}）{mark}")
+    print("\ndaily summary")
+    for d in report["daily"]:
+        print(f"  {d['day']}  wake {d['wake']}  sleep {d['sleep_start']}-{d['sleep_end']} ({d['sleep_h']:.1f} h)  "
+              f"meals {len(d['meals'])}  energy low {d.get('energy_min_at')} high {d.get('energy_max_at')}  "
+              f"mood V {d['mood_v_mean']}")
