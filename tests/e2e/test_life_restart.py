@@ -64,7 +64,7 @@ def test_two_hours_down_gives_one_gap_analytic_mood_and_no_invented_life(tmp_pat
 
     conn = connect(db)
     gaps = conn.execute("SELECT detail_json FROM event_log WHERE kind = 'gap'").fetchall()
-    assert len(gaps) == 2  # one per restart: the short one after the first start and the 2 h one
+    assert len(gaps) == 1  # the first start had no previous beat; the restart has one gap
     assert json.loads(gaps[-1][0])["seconds"] >= 7200
     inside = conn.execute(
         "SELECT count(*) FROM life_event WHERE ts > ? AND ts < ?", (stopped_at + 1, stopped_at + 7200)
