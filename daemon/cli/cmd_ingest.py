@@ -1,0 +1,30 @@
+"""`anima ingest FILE.jsonl`: import chat history (ts, turn_id, role, text) with batched embedding and a progress bar."""
+
+from __future__ import annotations
+
+import argparse
+
+from daemon.cli.env import CliEnv
+from engine.memory.embed import make_embedder
+from engine.memory.importer import import_history, progress_bar
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("ingest", help="import a history.jsonl file (all lines or none)")
+    parser.add_argument("file", help="JSON Lines: {ts, turn_id, role: user|companion, text[, salience]}")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace, env: CliEnv) -> int:
+    conn = env.open_db()
+    embedder = make_embedder(env.settings.memory)
+    summary = import_history(conn, embedder, args.file, env.clock.now(),
+                             max_text_chars=env.settings.memory.max_text_chars, progress=progress_bar())
+    if args.json:
+        env.print_json(summary)
+    else:
+        print(f"imported {summary['turns']} turns, {summary['messages']} messages "
+              f"({summary['new_memories']} new, {summary['skipped_existing']} already there) "
+              f"in {summary['seconds']} s ({summary['messages_per_s']} messages/s)")
+    return 0

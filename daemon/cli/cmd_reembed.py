@@ -1,0 +1,23 @@
+"""`anima reembed`: rebuild every memory vector with the configured embedding model (with progress)."""
+
+from __future__ import annotations
+
+import argparse
+
+from daemon.cli.env import CliEnv
+from engine.memory.embed import make_embedder
+from engine.memory.importer import progress_bar
+from engine.memory.reembed import reembed
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("reembed", help="re-embed all memories with the configured model")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace, env: CliEnv) -> int:
+    conn = env.open_db()
+    embedder = make_embedder(env.settings.memory)
+    count = reembed(conn, embedder, env.clock.now(), progress=progress_bar())
+    print(f"re-embedded {count} memories with {embedder.name} (dim {embedder.dim})")
+    return 0

@@ -1,0 +1,123 @@
+"""The context block: re-read each hit's whole source turn, cite it, fit a CJK-aware budget; record it; spot echoes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.memory.tokens import text_cost
+from engine.store.queries import q
+
+HEADER = "相关记忆（日期 · 对话）："
+SPEAKER = {"user": "用户", "companion": "你"}
+ECHO_SHINGLE = 8  # characters in common that make a reply an echo of an injected memory
+ECHO_LOOKBACK_S = 86400.0
+_CITE = re.compile(r"^\[[^\]]*\] ", re.MULTILINE)
+_SQUASH = re.compile(r"[\s\W_]+", re.UNICODE)
+
+
+def cite_date(ts: float, ts_iso: str | None) -> str:
+    """The calendar date the speaker lived it: the local date of ts_iso, else the UTC date."""
+    if ts_iso and len(ts_iso) >= 10 and ts_iso[4] == "-":
+        return ts_iso[:10]
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+
+
+def render_item(cite: str, lines: Sequence[tuple[str, str]]) -> str:
+    body = " ／ ".join(f"{SPEAKER.get(role, role)}：{' '.join(text.split())}" for role, text in lines)
+    return f"[{cite}] {body}"
+
+
+def item_variants(conn: Any, hit: Any, reread: bool, as_of: float) -> list[str]:
+    """The ways one hit can be shown, fullest first: the whole turn, then the hit's own message."""
+    if hit.source == "fact":
+        # A consolidated fact (engine.consolidate.facts_recall): already a cited sentence in the user's words.
+        return [f"[{hit.ts[:10] or 'fact'} · 事实] {' '.join(hit.text.split())}"]
+    date = cite_date(hit.ts_unix, hit.ts)
+    if hit.source == "self_life":
+        return [render_item(f"{date} · 你的经历", [("life", hit.text)]).replace("life：", "")]
+    cite = f"{date} · {hit.turn_id}"
+    own = render_item(cite, [(hit.role or "user", hit.text)])
+    if not reread or not hit.turn_id:
+        return [own]
+    rows = conn.execute(q("mem_turn_messages"), {"turn_id": hit.turn_id, "as_of": as_of}).fetchall()
+    whole = render_item(cite, [(r["role"], r["text"]) for r in rows]) if rows else own
+    return [whole, own] if whole != own else [own]
+
+
+def build_block(conn: Any, hits: Sequence[Any], budget: int, reread: bool,
+                as_of: float) -> tuple[str, list[int], list[int]]:
+    """Fit cited items into `budget` (CJK-aware cost); an item goes in whole or not at all.
+
+    Returns the block, the memory ids and the fact ids it shows.
+    """
+    if not hits:
+        return "", [], []
+    used = text_cost(HEADER)
+    parts: list[str] = []
+    memory_ids: list[int] = []
+    fact_ids: list[int] = []
+    for hit in hits:
+        for variant in item_variants(conn, hit, reread, as_of):
+            cost = text_cost(variant) + 1  # +1 for the newline
+            if used + cost <= budget:
+                parts.append(variant)
+                (fact_ids if hit.source == "fact" else memory_ids).append(hit.memory_id)
+                used += cost
+                break
+    if not parts:
+        return "", [], []
+    return HEADER + "\n" + "\n".join(parts), memory_ids, fact_ids
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def record_injection(conn: Any, result: Any, turn_id: str | None, now: float) -> str:
+    """Record what was injected into which turn (the anti-loop record); returns the injection id."""
+    injection_id = "inj_" + uuid.uuid4().hex[:20]
+    conn.execute(
+        q("mem_insert_injection"),
+        {
+            "id": injection_id, "ts": now, "turn_id": turn_id, "query_hash": _hash(result.query),
+            "block_hash": _hash(result.context), "block_chars": len(result.context),
+            "memory_ids_json": json.dumps(result.context_memory_ids),
+            "fact_ids_json": json.dumps(getattr(result, "fact_ids", [])),
+            "block_text": result.context,
+        },
+    )
+    return injection_id
+
+
+def _shingles(text: str, n: int) -> set[str]:
+    squashed = _SQUASH.sub("", text.lower())
+    return {squashed[i : i + n] for i in range(len(squashed) - n + 1)}
+
+
+def _block_body(block: str) -> str:
+    """The memory text of a block without its header, citations and speaker labels."""
+    body = block.replace(HEADER, "")
+    body = _CITE.sub("", body)
+    for label in SPEAKER.values():
+        body = body.replace(label + "：", " ")
+    return body
+
+
+def echo_injection_id(conn: Any, turn_id: str, text: str, now: float) -> str | None:
+    """The injection this reply repeats (>= 8 characters of an injected memory, punctuation ignored), else None."""
+    rows = conn.execute(q("mem_injections_for_turn"), {"turn_id": turn_id}).fetchall()
+    if not rows:
+        rows = conn.execute(q("mem_recent_injections"), {"since": now - ECHO_LOOKBACK_S, "limit": 5}).fetchall()
+    reply = _shingles(text, ECHO_SHINGLE)
+    if not reply:
+        return None
+    for row in rows:
+        if reply & _shingles(_block_body(row["block_text"]), ECHO_SHINGLE):
+            return str(row["id"])
+    return None

@@ -1,0 +1,1 @@
+"""Data files of the memory part (query intents), loaded with importlib.resources."""

@@ -1,0 +1,203 @@
+"""Record a chat turn (or a told life event) as messages, episodic memories, FTS tokens and vectors in one transaction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from engine.errors import ConflictError, InputError
+from engine.memory.context import HEADER, echo_injection_id
+from engine.memory.embed import Embedder, check_model, vec_blob
+from engine.memory.ranking import importance_from_salience
+from engine.memory.tokens import fts_tokens
+from engine.store.connect import transaction
+from engine.store.queries import q
+
+ROLES = ("user", "companion")
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    turn_id: str
+    user: str | None
+    companion: str | None
+    ts_iso: str
+    salience: float | None = None
+    affect: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    memory_ids: list[int] = field(default_factory=list)
+    message_ids: list[int] = field(default_factory=list)
+    created: bool = False
+
+
+def parse_ts(ts_iso: str, where: str = "ts") -> float:
+    """ISO-8601 to Unix seconds; a time without an offset is taken as UTC."""
+    if not isinstance(ts_iso, str) or not ts_iso.strip():
+        raise InputError(f"{where} must be an ISO-8601 time such as 2026-06-01T22:00:00+08:00, got {ts_iso!r}")
+    text = ts_iso.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{where} must be an ISO-8601 time such as 2026-06-01T22:00:00+08:00, got {ts_iso!r}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def heuristic_salience(text: str, role: str) -> float:
+    """A cheap salience guess when the caller gives none: longer, exclaimed, first-person news weighs more."""
+    length = len(text.strip())
+    score = 0.35 + 0.25 * min(1.0, length / 40.0)
+    if any(mark in text for mark in ("!", "！")):
+        score += 0.1
+    if role == "companion":
+        score *= 0.8  # her reply re-states; the user's news is what is remembered
+    return round(min(1.0, score), 3)
+
+
+def check_text(text: str | None, where: str, max_chars: int) -> str | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise InputError(f"{where} must be a string, got {type(text).__name__}")
+    if "\x00" in text:
+        raise InputError(f"{where} contains a NUL character; send plain text")
+    if len(text) > max_chars:
+        raise InputError(f"{where} is {len(text)} characters, more than the limit of {max_chars} ([memory] max_text_chars)")
+    return text if text.strip() else None
+
+
+def validate_turn(turn: TurnInput, max_text_chars: int) -> tuple[float, list[tuple[str, str]]]:
+    """Check a turn; return its Unix time and the (role, text) pairs to record."""
+    if not isinstance(turn.turn_id, str) or not turn.turn_id.strip() or len(turn.turn_id) > 200:
+        raise InputError(f"turn_id must be a non-empty string of at most 200 characters, got {turn.turn_id!r}")
+    ts = parse_ts(turn.ts_iso, f"turn {turn.turn_id} ts")
+    if turn.salience is not None and (not isinstance(turn.salience, int | float) or not 0 <= turn.salience <= 1
+                                      or math.isnan(turn.salience)):
+        raise InputError(f"turn {turn.turn_id} salience must be a number from 0 to 1, got {turn.salience!r}")
+    pairs = []
+    for role, text in (("user", turn.user), ("companion", turn.companion)):
+        checked = check_text(text, f"turn {turn.turn_id} {role} text", max_text_chars)
+        if checked is not None:
+            pairs.append((role, checked))
+    if not pairs:
+        raise InputError(f"turn {turn.turn_id} has no text: give a user message, a companion reply, or both")
+    return ts, pairs
+
+
+def write_message(conn: Any, turn_id: str, role: str, text: str, ts: float, ts_iso: str, salience: float | None,
+                  vector: np.ndarray, now: float, origin: str, echo: str | None) -> tuple[int, int | None]:
+    """Insert one message and its memory row; returns (message_id, memory_id or None when it existed)."""
+    existing = conn.execute(q("mem_get_message"), {"turn_id": turn_id, "role": role}).fetchone()
+    if existing is not None:
+        if existing["text"] != text:
+            raise ConflictError(
+                f"turn {turn_id} already has a different {role} message; messages are never rewritten "
+                "(send a new turn_id for a new message)"
+            )
+        return existing["id"], None
+    message_id = conn.execute(
+        q("mem_insert_message"),
+        {"turn_id": turn_id, "role": role, "text": text, "ts": ts, "ts_iso": ts_iso, "origin": origin, "now": now},
+    ).fetchone()[0]
+    sal = heuristic_salience(text, role) if salience is None else float(salience)
+    # Only a caller's salience moves importance: on MADial-Bench the length-based guess cost 2 points of
+    # Recall@5, so a guessed salience stays neutral (importance 5 -> multiplier 1.0).
+    importance = 5.0 if salience is None else importance_from_salience(sal)
+    memory_id = conn.execute(
+        q("mem_insert_episodic_chat"),
+        {"message_id": message_id, "turn_id": turn_id, "role": role, "ts": ts, "raw": text, "salience": sal,
+         "importance": importance, "echo": echo, "now": now},
+    ).fetchone()[0]
+    conn.execute(q("mem_insert_fts"), {"id": memory_id, "tokens": fts_tokens(text)})
+    conn.execute(q("mem_insert_vec"), {"id": memory_id, "embedding": vec_blob(vector)})
+    conn.execute(q("mem_insert_embedding"), {"id": memory_id, "embedding": vec_blob(vector)})
+    return message_id, memory_id
+
+
+def record_turn(conn: Any, embedder: Embedder, turn: TurnInput, now: float, *, origin: str = "api",
+                max_text_chars: int = 8000, on_recorded: Callable[[Any], Any] | None = None) -> IngestResult:
+    """Record one turn in one transaction; idempotent by (turn_id, role)."""
+    ts, pairs = validate_turn(turn, max_text_chars)
+    vectors = embedder.embed_passages([text for _, text in pairs])  # outside the write lock
+    memory_ids: list[int] = []
+    message_ids: list[int] = []
+    with transaction(conn):
+        check_model(conn, embedder, now)
+        for (role, text), vector in zip(pairs, vectors, strict=True):
+            # Anti-loop: a reply that repeats an injected memory block is marked, never re-extracted.
+            echo = echo_injection_id(conn, turn.turn_id, text, now) if role == "companion" else None
+            if echo is None and HEADER in text:
+                echo = "pasted_block"  # a front end sent our own block back as a message
+            message_id, memory_id = write_message(conn, turn.turn_id, role, text, ts, turn.ts_iso, turn.salience,
+                                                  vector, now, origin, echo)
+            message_ids.append(message_id)
+            if memory_id is not None:
+                memory_ids.append(memory_id)
+        if on_recorded is not None:
+            on_recorded(conn)
+    return IngestResult(memory_ids=memory_ids, message_ids=message_ids, created=bool(memory_ids))
+
+
+def record_turns_bulk(conn: Any, embedder: Embedder, turns: Sequence[TurnInput], now: float, *, origin: str = "import",
+                      max_text_chars: int = 8000, batch: int = 64,
+                      progress: Callable[[int, int], None] | None = None) -> IngestResult:
+    """Record many validated turns in ONE transaction (all or nothing), embedding in batches."""
+    plan: list[tuple[TurnInput, float, str, str]] = []
+    for turn in turns:
+        ts, pairs = validate_turn(turn, max_text_chars)
+        plan.extend((turn, ts, role, text) for role, text in pairs)
+    # Chat logs repeat themselves ("好的", "晚安"): each distinct text is embedded once.
+    distinct = list(dict.fromkeys(p[3] for p in plan))
+    by_text: dict[str, np.ndarray] = {}
+    for start in range(0, len(distinct), batch):
+        chunk = distinct[start : start + batch]
+        by_text.update(zip(chunk, embedder.embed_passages(chunk), strict=True))
+        if progress:
+            progress(start + len(chunk), len(distinct))
+    vectors = [by_text[p[3]] for p in plan]
+    memory_ids: list[int] = []
+    message_ids: list[int] = []
+    with transaction(conn):
+        check_model(conn, embedder, now)
+        for (turn, ts, role, text), vector in zip(plan, vectors, strict=True):
+            message_id, memory_id = write_message(conn, turn.turn_id, role, text, ts, turn.ts_iso, turn.salience,
+                                                  vector, now, origin, None)
+            message_ids.append(message_id)
+            if memory_id is not None:
+                memory_ids.append(memory_id)
+    return IngestResult(memory_ids=memory_ids, message_ids=message_ids, created=bool(memory_ids))
+
+
+def index_life_event(conn: Any, embedder: Embedder, life_event_id: int, now: float) -> int:
+    """The memory row of a TOLD life event (idempotent); an untold event is refused, nothing written."""
+    row = conn.execute(q("mem_get_life_event"), {"id": life_event_id}).fetchone()
+    if row is None:
+        raise InputError(f"life event {life_event_id} does not exist")
+    if row["told"] != 1:
+        # Untold life never becomes recallable memory; its text is not in this message on purpose.
+        raise InputError(f"life event {life_event_id} is untold (told=0); only told life events become memories")
+    existing = conn.execute(q("mem_episodic_for_life"), {"life_event_id": life_event_id}).fetchone()
+    if existing is not None:
+        return int(existing["id"])
+    vector = embedder.embed_passages([row["text"]])[0]
+    with transaction(conn):
+        check_model(conn, embedder, now)
+        sal = 0.6
+        memory_id = conn.execute(
+            q("mem_insert_episodic_life"),
+            {"life_event_id": life_event_id, "ts": row["ts"], "raw": row["text"], "salience": sal,
+             "importance": importance_from_salience(sal), "now": now},
+        ).fetchone()[0]
+        conn.execute(q("mem_insert_fts"), {"id": memory_id, "tokens": fts_tokens(row["text"])})
+        conn.execute(q("mem_insert_vec"), {"id": memory_id, "embedding": vec_blob(vector)})
+        conn.execute(q("mem_insert_embedding"), {"id": memory_id, "embedding": vec_blob(vector)})
+    return int(memory_id)

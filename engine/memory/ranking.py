@@ -1,0 +1,227 @@
+"""Recall ranking equations (after OpenClaw memory-core, MIT): fusion, decay, importance, MMR, min_score, strength.
+
+Pure functions over plain values; time is passed in. Upstream files: extensions/memory-core/src/
+memory/hybrid.ts (bm25RankToScore, mergeHybridResults), mmr.ts (mmrRerank, Jaccard),
+temporal-decay.ts (calculateTemporalDecayMultiplier) and the manager's min_score with keyword
+fallback. Where anima departs from upstream the comment says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+DAY_S = 86400.0
+
+
+def bm25_saturate(rank: float) -> float:
+    """FTS5 bm25() rank (negative, lower is better) to [0, 1): r < 0 -> -r / (1 - r) (upstream rule)."""
+    if not math.isfinite(rank):
+        return 1.0 / 1000.0
+    if rank < 0:
+        relevance = -rank
+        return relevance / (1.0 + relevance)
+    return 1.0 / (1.0 + rank)
+
+
+def fuse(vector_score: float, text_score: float, vector_weight: float, text_weight: float) -> float:
+    """Weighted fusion normalised by the weight sum (upstream mergeHybridResults)."""
+    total = vector_weight + text_weight
+    if total <= 0:
+        return 0.0
+    return (vector_weight * vector_score + text_weight * text_score) / total
+
+
+def decay_multiplier(age_days: float, half_life_days: float) -> float:
+    """exp(-ln2 * age / half_life); a future timestamp (age < 0) counts as age 0 (upstream clamps too)."""
+    if half_life_days <= 0 or not math.isfinite(age_days):
+        return 1.0
+    return math.exp(-math.log(2) / half_life_days * max(0.0, age_days))
+
+
+def importance_multiplier(importance: float) -> float:
+    """0.75 + 0.05 * clamp(importance, 1, 10): from 0.8 (trivial) to 1.25 (life-changing)."""
+    return 0.75 + 0.05 * min(10.0, max(1.0, importance))
+
+
+def importance_from_salience(salience: float) -> float:
+    """Salience in [0, 1] to importance in [1, 10]."""
+    return 1.0 + 9.0 * min(1.0, max(0.0, salience))
+
+
+# --- strength and forgetting (spaced repetition) -------------------------------------------------
+
+
+def retention(age_days: float, half_life_days: float, strength: float) -> float:
+    """How easy a memory is to reach after `age_days` unused: a half-life that grows with strength.
+
+    R = 2 ** (-age / (half_life * S)). MemoryBank writes R = exp(-t / S) in its paper, but its
+    code divides the other way round, so a stronger memory faded faster; here d R / d S >= 0 for
+    every age (property-tested).
+    """
+    s = max(strength, 1e-6)
+    return decay_multiplier(age_days, half_life_days * s)
+
+
+def recency_weight(age_days: float, half_life_days: float, strength: float, floor: float) -> float:
+    """The decay multiplier used in ranking: floor + (1 - floor) * retention.
+
+    Upstream multiplies the score by the bare exponential (and then applies min_score): with a
+    30-day half-life a six-month-old memory keeps 1.6 % of its score and falls under any
+    threshold, although old memories are exactly what a companion must keep. With a floor the
+    oldest relevant memory keeps `floor` of its score; recency then orders near-equals only.
+    """
+    return floor + (1.0 - floor) * retention(age_days, half_life_days, strength)
+
+
+def strength_after_recall(strength: float, days_since_last: float, gain: float = 0.5, cap: float = 10.0) -> float:
+    """Spaced repetition: a recall after a long gap strengthens more than one right after the last.
+
+    S' = S + gain * (1 - 2 ** (-gap / S)); the gain saturates when the gap is long against S.
+    """
+    s = max(strength, 1e-6)
+    spacing = 1.0 - 2.0 ** (-max(0.0, days_since_last) / s)
+    return min(cap, s + gain * max(spacing, 0.05))
+
+
+# --- candidates, fusion pipeline ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    memory_id: int
+    vector_score: float  # cosine similarity in [-1, 1] (0 when the vector lane did not find it)
+    text_score: float  # saturated bm25 in [0, 1) (0 when the keyword lane did not find it)
+    ts: float
+    importance: float = 5.0
+    strength: float = 1.0
+    last_recalled_at: float | None = None
+    pinned: bool = False
+    topic: str = ""  # grouping key for near-duplicates/updates (e.g. a normalised text)
+    text: str = ""
+    relevance: float = 0.0  # fused, before decay and importance
+    score: float = 0.0  # final
+
+
+@dataclass(frozen=True)
+class RankParams:
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    half_life_days: float = 30.0
+    decay_floor: float = 0.8
+    min_score: float = 0.35
+    mmr_lambda: float = 0.7
+    use_decay: bool = True
+    use_mmr: bool = True
+    use_importance: bool = True
+
+
+def score_candidates(cands: Sequence[Candidate], params: RankParams, now: float) -> list[Candidate]:
+    """relevance = fused lanes; score = relevance * recency weight * importance multiplier."""
+    out = []
+    for c in cands:
+        relevance = fuse(c.vector_score, c.text_score, params.vector_weight, params.text_weight)
+        score = relevance
+        if params.use_decay and not c.pinned:
+            anchor = max(c.ts, c.last_recalled_at or c.ts)
+            age_days = (now - anchor) / DAY_S
+            score *= recency_weight(age_days, params.half_life_days, c.strength, params.decay_floor)
+        if params.use_importance:
+            score *= importance_multiplier(c.importance)
+        out.append(replace(c, relevance=relevance, score=score))
+    out.sort(key=lambda c: (-c.score, -c.ts, c.memory_id))
+    return out
+
+
+def apply_min_score(ranked: Sequence[Candidate], min_score: float, keyword_ids: set[int],
+                    text_weight: float) -> list[Candidate]:
+    """Keep candidates whose undecayed relevance reaches min_score; if none, the keyword fallback.
+
+    Upstream filters the decayed score; anima filters `relevance` (before decay and importance) so
+    age never decides whether a memory counts as relevant. Fallback as upstream: when nothing
+    passes but the keyword lane found rows, keep keyword hits with relevance >= min(min_score,
+    text_weight) / 2. Upstream uses min(min_score, text_weight), but a saturated bm25 is < 1, so a
+    keyword-only hit could never reach it; half is a keyword hit with bm25 rank <= -1.
+    """
+    strict = [c for c in ranked if c.relevance >= min_score]
+    if strict or not keyword_ids:
+        return strict
+    relaxed = min(min_score, text_weight) / 2
+    return [c for c in ranked if c.memory_id in keyword_ids and c.relevance >= relaxed]
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def mmr(ranked: Sequence[Candidate], lam: float, tokens: Callable[[Candidate], frozenset[str]],
+        limit: int | None = None, duplicate: float = 1.01) -> list[Candidate]:
+    """Maximal marginal relevance (upstream mmrRerank): lam * norm(score) - (1 - lam) * max Jaccard.
+
+    Scores are min-max normalised over the candidates (all equal -> 1); ties go to the higher raw
+    score. `limit` stops after that many picks (the rest keep their order behind them).
+    anima addition: a candidate whose Jaccard with an already chosen hit reaches `duplicate` is
+    dropped. Upstream only demotes; but when min_score leaves only a few candidates, demoted
+    near-duplicates ("糖炒栗子这次买的都是好的" after "又买了糖炒栗子，这次是好的") come straight back.
+    """
+    items = list(ranked)
+    if len(items) <= 1 or lam >= 1.0:
+        return sorted(items, key=lambda c: -c.score)
+    lam = max(0.0, lam)
+    token_sets = {c.memory_id: tokens(c) for c in items}
+    hi = max(c.score for c in items)
+    lo = min(c.score for c in items)
+    span = hi - lo
+
+    def norm(s: float) -> float:
+        return 1.0 if span == 0 else (s - lo) / span
+
+    selected: list[Candidate] = []
+    remaining = items[:]
+    max_sim = {c.memory_id: 0.0 for c in items}
+    stop = len(items) if limit is None else min(limit, len(items))
+    while remaining and len(selected) < stop:
+        remaining = [c for c in remaining if max_sim[c.memory_id] < duplicate]
+        if not remaining:
+            break
+        best = max(remaining, key=lambda c: (lam * norm(c.score) - (1 - lam) * max_sim[c.memory_id], c.score))
+        selected.append(best)
+        remaining.remove(best)
+        chosen = token_sets[best.memory_id]
+        for c in remaining:
+            sim = jaccard(token_sets[c.memory_id], chosen)
+            if sim > max_sim[c.memory_id]:
+                max_sim[c.memory_id] = sim
+    remaining = [c for c in remaining if max_sim[c.memory_id] < duplicate]
+    remaining.sort(key=lambda c: -c.score)
+    return selected + remaining
+
+
+def prefer_newer(ranked: Sequence[Candidate], boost: float, same_topic: Callable[[Candidate, Candidate], bool],
+                 min_relevance_ratio: float = 0.8) -> list[Candidate]:
+    """Updates: a hit with an OLDER hit on the same topic gets its score times (1 + boost), then re-sort.
+
+    "I moved to Minhang" must outrank "I live in Xuhui" for "where do I live now", although the
+    stale turn usually matches the question's words better. A plain recency decay cannot do this
+    without burying every old memory; the newer-of-a-topic rule only moves statements that have a
+    newer counterpart in the same result list. The newer hit must itself be relevant (relevance at
+    least `min_relevance_ratio` of the older one's), so a passing mention does not jump the queue.
+    """
+    items = list(ranked)
+    if boost <= 0 or len(items) < 2:
+        return items
+    out = []
+    for b in items:
+        has_older = any(
+            a.ts < b.ts and b.relevance >= min_relevance_ratio * a.relevance and same_topic(a, b)
+            for a in items if a is not b
+        )
+        out.append(replace(b, score=b.score * (1.0 + boost)) if has_older else b)
+    out.sort(key=lambda c: (-c.score, -c.ts, c.memory_id))
+    return out

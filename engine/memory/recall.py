@@ -1,0 +1,282 @@
+"""Hybrid recall: vector and keyword lanes, the source gate, the ranking rules, one hit per turn, the context block."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from engine.errors import InputError, StoreError
+from engine.memory import ranking, vector_index
+from engine.memory.context import build_block
+from engine.memory.embed import Embedder, stored_model, vec_blob
+from engine.memory.ranking import Candidate, RankParams
+from engine.memory.tokens import fts_query, jaccard_tokens
+from engine.settings import MemorySettings
+from engine.store.connect import transaction
+from engine.store.queries import q
+
+FAR_FUTURE = 1e13
+COMMON_TERM_MIN_ROWS = 5000
+COMMON_TERM_FRACTION = 0.02
+_EMBED_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="anima-embed")
+MAX_QUERY_LINES = 8
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    memory_id: int
+    turn_id: str | None
+    message_id: int | None
+    role: str | None
+    ts: str
+    text: str
+    score: float
+    source: str
+    ts_unix: float = 0.0
+    relevance: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "memory_id": self.memory_id, "turn_id": self.turn_id, "message_id": self.message_id, "role": self.role,
+            "ts": self.ts, "text": self.text, "score": round(self.score, 6), "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    mode: str
+    hits: list[RecallHit] = field(default_factory=list)
+    context: str = ""
+    context_memory_ids: list[int] = field(default_factory=list)
+    fact_ids: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "mode": self.mode, "hits": [h.to_json() for h in self.hits],
+                "context": self.context}
+
+
+def params_from_settings(s: MemorySettings) -> RankParams:
+    return RankParams(
+        vector_weight=s.vector_weight, text_weight=s.text_weight, half_life_days=s.decay_half_life_days,
+        decay_floor=s.decay_floor, min_score=s.min_score, mmr_lambda=s.mmr_lambda,
+    )
+
+
+def check_query(query: Any, max_chars: int) -> str:
+    if not isinstance(query, str):
+        raise InputError(f"recall query must be text, got {type(query).__name__}")
+    text = query.strip()
+    if not text:
+        raise InputError("recall query is empty; give the words to search for")
+    if len(text) > max_chars:
+        raise InputError(
+            f"recall query is {len(text)} characters, more than the limit of {max_chars} "
+            "([memory] max_query_chars); send the last turns, not the whole history"
+        )
+    return text
+
+
+def iso_of(ts: float, ts_iso: str | None) -> str:
+    return ts_iso or datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def vector_score(cosine: float, floor: float) -> float:
+    """Cosine rescaled so that `floor` (the model's unrelated-text level) maps to 0 and 1 stays 1.
+
+    e5 puts almost any two Chinese sentences above cosine 0.7, so the raw cosine makes the 0.7
+    weight a constant offset and min_score meaningless; rescaling restores both.
+    """
+    if floor <= 0:
+        return cosine
+    return max(0.0, (cosine - floor) / (1.0 - floor))
+
+
+def candidate_vectors(conn: Any, ids: Sequence[int]) -> dict[int, np.ndarray]:
+    rows = conn.execute(q("mem_vectors_of"), {"ids": json.dumps(list(ids))}).fetchall()
+    return {row["id"]: np.frombuffer(row["embedding"], dtype=np.float32) for row in rows}
+
+
+# Words that ask about the present state (now, lately, still, yet): the newest statement on a topic answers them.
+# Generic particles (还是, 了吗, 没有) are left out: in a running dialogue they are everywhere (MADial-Bench lost 2 points).
+_NOW_CUES = ("现在", "最近", "目前", "如今", "这阵子", "近来", "还在", "了没", "now", "currently", "lately", "these days",
+             "still", "anymore", "latest", "recently")
+
+
+def asks_about_now(query: str, tail_chars: int = 40) -> bool:
+    """Whether a one-line question asks about the present (a cue word in its last `tail_chars` characters).
+
+    A multi-line query is dialogue context, not a question about her user's current state: on
+    MADial-Bench the cue words of running dialogue (现在, 最近) cost 2 points of Recall@5.
+    """
+    if "\n" in query.strip():
+        return False
+    lowered = query[-tail_chars:].lower()
+    return any(cue in lowered for cue in _NOW_CUES)
+
+
+def vector_lane(conn: Any, query_vec: np.ndarray, n: int, index_from: int) -> dict[int, float]:
+    """The n nearest memories by cosine (exact either way): sqlite-vec's vec0 scan on small histories,
+    the in-process numpy matrix (engine/memory/vector_index.py) from `index_from` memories on."""
+    if conn.execute(q("mem_max_id")).fetchone()[0] < index_from:
+        rows = conn.execute(q("mem_vec_knn"), {"embedding": vec_blob(query_vec), "k": n}).fetchall()
+        return {row["id"]: 1.0 - float(row["distance"]) for row in rows}
+    return vector_index.nearest(conn, query_vec, n)
+
+
+def common_term_filter(conn: Any, max_id: int) -> Callable[[str], bool] | None:
+    """On a big history, a filter dropping terms found in more than COMMON_TERM_FRACTION of memories.
+
+    BM25 over an OR query scores every row holding any term: on 100k memories a term like 喜欢
+    touches thousands of rows and costs tens of ms, while its idf (and so its weight) is near zero.
+    Small histories keep every term (a fraction of a few hundred rows says little).
+    """
+    if max_id < COMMON_TERM_MIN_ROWS:
+        return None
+    conn.execute(q("mem_create_vocab"))
+    limit = COMMON_TERM_FRACTION * max_id
+
+    def keep(term: str) -> bool:
+        row = conn.execute(q("mem_term_doc_count"), {"term": term}).fetchone()
+        return row is None or row[0] <= limit
+
+    return keep
+
+
+def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hybrid: bool,
+                    query_vec: np.ndarray | None,
+                    index_from: int = 1 << 62) -> tuple[dict[int, float], dict[int, float], np.ndarray | None]:
+    """(cosine by id, saturated bm25 by id, query vector) from the two lanes, n each."""
+    cosines: dict[int, float] = {}
+    texts: dict[int, float] = {}
+    max_id = conn.execute(q("mem_max_id")).fetchone()[0]
+    pending = None
+    if hybrid and embedder is not None and query_vec is None:
+        # The model call releases the GIL (ctypes): embed on a second core while SQLite runs the keyword lane.
+        pending = _EMBED_POOL.submit(embedder.embed_queries, [query])
+    match = fts_query(query, keep=common_term_filter(conn, max_id))
+    if match:
+        for row in conn.execute(q("mem_fts_search"), {"match": match, "k": n}):
+            texts[row["id"]] = ranking.bm25_saturate(row["rank"])
+    if hybrid and embedder is not None:
+        if pending is not None:
+            query_vec = pending.result()[0]
+        assert query_vec is not None
+        cosines.update(vector_lane(conn, query_vec, n, index_from))
+        lines = [line for line in query.splitlines() if line.strip()][-MAX_QUERY_LINES:]
+        line_vecs = embedder.embed_queries(lines) if len(lines) >= 2 else None
+        missing = [i for i in texts if i not in cosines]
+        rescored = list(cosines) + missing if line_vecs is not None else missing
+        if rescored:
+            # Keyword-only candidates get their true cosine (upstream leaves 0): cheap, k*4 rows at most.
+            for memory_id, vec in candidate_vectors(conn, rescored).items():
+                cosine = float(vec @ query_vec)
+                if line_vecs is not None:
+                    # A multi-line query (the last turns of a dialogue): half the whole, half its best line.
+                    # The memory a dialogue needs usually matches one turn, not the average of all of them.
+                    cosine = 0.5 * (cosine + float((line_vecs @ vec).max()))
+                cosines[memory_id] = cosine
+    return cosines, texts, query_vec
+
+
+def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, controls: dict[str, Any],
+           now: float, k: int | None = None, budget: int | None = None, as_of: float | None = None,
+           extra_sources: Sequence[Callable[..., list[Any]]] = (), bump: bool = True,
+           query_vec: np.ndarray | None = None, params: RankParams | None = None) -> RecallResult:
+    """Recall memories for `query` at time `now`; see the module docstring and ranking.py for the rules."""
+    text = check_query(query, settings.max_query_chars)
+    k = settings.k if k is None else k
+    if not 1 <= k <= 50:
+        raise InputError(f"k must be from 1 to 50, got {k}")
+    budget = settings.context_budget_chars if budget is None else budget
+    if not controls.get("memory_search", True):
+        return RecallResult(query=text, mode="off")
+    hybrid = bool(controls.get("memory_hybrid", True)) and embedder is not None
+    if embedder is not None:
+        stored = stored_model(conn)
+        if stored is not None and stored != (embedder.name, embedder.dim):
+            raise StoreError(
+                f"database vectors were made by {stored[0]} (dim {stored[1]}) but the configured embedding model is "
+                f"{embedder.name} (dim {embedder.dim}); run: anima reembed"
+            )
+    params = params or params_from_settings(settings)
+    limit_ts = FAR_FUTURE if as_of is None else as_of
+    n = k * settings.candidate_multiplier
+    cosines, texts, query_vec = lane_candidates(conn, embedder, text, n, hybrid, query_vec, settings.ram_index_from)
+    ids = set(cosines) | set(texts)
+    rows = conn.execute(q("mem_gated_rows"), {"ids": json.dumps(sorted(ids)), "as_of": limit_ts}).fetchall()
+    by_id = {r["id"]: r for r in rows}
+    cands = [
+        Candidate(
+            memory_id=r["id"], vector_score=vector_score(cosines.get(r["id"], 0.0), settings.vector_floor)
+            if hybrid else 0.0,
+            text_score=texts.get(r["id"], 0.0), ts=r["ts"], importance=r["importance"], strength=r["accessibility"],
+            last_recalled_at=r["last_recalled_at"], text=r["raw"], topic=r["turn_id"] or f"life{r['id']}",
+        )
+        for r in rows
+    ]
+    if not hybrid:
+        # Keyword lane only: the text score is the whole relevance.
+        params = replace(params, vector_weight=0.0, text_weight=1.0)
+    ranked = ranking.score_candidates(cands, params, now if as_of is None else min(now, as_of))
+    kept = ranking.apply_min_score(ranked, params.min_score, set(texts), params.text_weight)
+    mode = "hybrid" if hybrid else "keyword"
+    if kept and not any(c.relevance >= params.min_score for c in kept):
+        mode += "+keyword_fallback"
+    # One hit per turn: both sides come back through the re-read anyway.
+    best: dict[str, Candidate] = {}
+    for c in kept:
+        if c.topic not in best:
+            best[c.topic] = c
+    unique = sorted(best.values(), key=lambda c: -c.score)
+    if params.use_decay and unique:
+        vecs = candidate_vectors(conn, [c.memory_id for c in unique]) if hybrid else {}
+        boost = settings.update_boost_present if asks_about_now(text) else settings.update_boost
+
+        def same_topic(a: Candidate, b: Candidate) -> bool:
+            va, vb = vecs.get(a.memory_id), vecs.get(b.memory_id)
+            if va is not None and vb is not None:
+                return float(va @ vb) >= settings.update_similarity
+            return ranking.jaccard(jaccard_tokens(a.text), jaccard_tokens(b.text)) >= 0.3
+
+        unique = ranking.prefer_newer(unique, boost, same_topic)
+    if params.use_mmr:
+        unique = ranking.mmr(unique, params.mmr_lambda, lambda c: jaccard_tokens(c.text), limit=k,
+                             duplicate=settings.duplicate_jaccard)
+    chosen = unique[:k]
+    hits = [
+        RecallHit(
+            memory_id=c.memory_id, turn_id=by_id[c.memory_id]["turn_id"], message_id=by_id[c.memory_id]["message_id"],
+            role=by_id[c.memory_id]["role"], ts=iso_of(c.ts, by_id[c.memory_id]["ts_iso"]), text=c.text,
+            score=c.score, source=by_id[c.memory_id]["source"], ts_unix=c.ts, relevance=c.relevance,
+        )
+        for c in chosen
+    ]
+    if controls.get("memory_facts", True) and extra_sources:
+        for source in extra_sources:
+            hits.extend(source(conn, query_vec, text, k=k, now=now, as_of=as_of) or [])
+        hits.sort(key=lambda h: -h.score)
+        hits = hits[:k]
+    block, used, fact_ids = build_block(conn, hits, budget, bool(controls.get("memory_reread", True)), limit_ts)
+    if bump and hits:
+        bump_recalled(conn, [h for h in hits if h.source in ("chat", "self_life")], by_id, now)
+    return RecallResult(query=text, mode=mode, hits=hits, context=block, context_memory_ids=used, fact_ids=fact_ids)
+
+
+def bump_recalled(conn: Any, hits: Sequence[RecallHit], rows: dict[int, Any], now: float) -> None:
+    """Using a memory counts: recall_count + 1 and a spaced-repetition step in accessibility."""
+    with transaction(conn):
+        for h in hits:
+            row = rows[h.memory_id]
+            last = row["last_recalled_at"] or row["ts"]
+            gap_days = max(0.0, now - last) / ranking.DAY_S
+            strength = ranking.strength_after_recall(row["accessibility"], gap_days)
+            if math.isfinite(strength):
+                conn.execute(q("mem_bump_recall"), {"id": h.memory_id, "accessibility": strength, "now": now})

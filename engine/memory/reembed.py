@@ -1,0 +1,35 @@
+"""Rebuild mem_vec with another embedding model: embed every memory again, swap the table, record the model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from engine.memory import vector_index
+from engine.memory.embed import Embedder, vec_blob
+from engine.store.connect import transaction
+from engine.store.queries import q
+
+
+def reembed(conn: Any, embedder: Embedder, now: float, *, batch: int = 64,
+            progress: Callable[[int, int], None] | None = None) -> int:
+    """Embed all rows first (no lock held), then drop and refill mem_vec in one transaction."""
+    rows = conn.execute(q("mem_all_episodic_for_reembed")).fetchall()
+    vectors = np.zeros((len(rows), embedder.dim), dtype=np.float32)
+    for start in range(0, len(rows), batch):
+        chunk = rows[start : start + batch]
+        vectors[start : start + len(chunk)] = embedder.embed_passages([r["raw"] for r in chunk])
+        if progress:
+            progress(start + len(chunk), len(rows))
+    with transaction(conn):
+        conn.execute(q("mem_drop_mem_vec"))
+        conn.execute(q("mem_create_mem_vec").format(dim=int(embedder.dim)))
+        conn.execute(q("mem_delete_embeddings"))
+        for row, vector in zip(rows, vectors, strict=True):
+            conn.execute(q("mem_insert_vec"), {"id": row["id"], "embedding": vec_blob(vector)})
+            conn.execute(q("mem_insert_embedding"), {"id": row["id"], "embedding": vec_blob(vector)})
+        conn.execute(q("mem_set_embedding_model"), {"name": embedder.name, "dim": embedder.dim, "now": now})
+    vector_index.forget(conn)
+    return len(rows)

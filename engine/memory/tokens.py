@@ -1,0 +1,172 @@
+"""Text into tokens: FTS5 keyword tokens (jieba words + CJK bigrams + ASCII words) and Jaccard sets for MMR.
+
+FTS5's unicode61 tokenizer would treat a whole run of Chinese characters as one token, so the
+text is segmented here and the index stores space-separated tokens. Words (rjieba) give exact
+hits; character bigrams catch words jieba splits differently in the query and the memory
+(旧书店 / 书店 share 书店); ASCII words keep English usable.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import unicodedata
+from collections.abc import Callable
+from functools import lru_cache
+from importlib import resources
+
+import rjieba
+
+# Han ideographs (basic + extension A + compatibility) and kana: the scripts written without spaces.
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_ASCII_WORD = re.compile(r"[a-z0-9][a-z0-9_']*")
+
+# Function words that carry no topic: dropped from queries and from word tokens (bigrams stay).
+# A short list on purpose: BM25's idf already discounts common words; these are the ones so common
+# in chat that an OR query on them drags in every row.
+STOPWORDS = frozenset(
+    ["我", "你", "他", "她", "它", "我们", "你们", "他们", "她们", "的", "了", "着", "过", "是", "在", "有", "和", "与", "也", "都", "就", "还", "又", "吗", "呢", "吧", "啊", "呀", "哦", "嗯", "么", "那", "这", "那个", "这个", "什么", "干什么", "干嘛", "什么样", "怎么", "怎样", "哪", "哪里", "哪种", "那只", "这只", "以后", "东西", "一直", "哪儿", "哪个", "谁", "多少", "几", "之前", "以前", "一下", "一个", "一些", "没", "没有", "不", "很", "太", "会", "能", "要", "想", "说", "让", "给", "把", "被", "对", "从", "到", "跟", "为", "为了", "但", "但是", "可是", "而", "所以", "因为", "如果", "现在", "最近", "今天", "自己", "a", "an", "the", "is", "are", "was", "were", "be", "been", "am", "i", "you", "he", "she", "it", "we", "they", "me", "my", "your", "our", "their", "of", "to", "in", "on", "at", "for", "and", "or", "but", "with", "about", "as", "by", "from", "that", "this", "what", "which", "who", "how", "when", "where", "do", "does", "did", "have", "has", "had", "not", "no", "so", "if", "then", "than", "just"]
+)
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width letters and digits to ASCII) and lower case, so query and memory meet."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def is_cjk(ch: str) -> bool:
+    return bool(_CJK_CHAR.fullmatch(ch))
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w for w in rjieba.cut(text) if w.strip())
+
+
+def word_tokens(text: str) -> list[str]:
+    """jieba words of the CJK runs plus ASCII words; stopwords and punctuation dropped."""
+    text = normalize(text)
+    out: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        out.extend(w for w in _words(run) if w not in STOPWORDS)
+    out.extend(w for w in _ASCII_WORD.findall(text) if w not in STOPWORDS)
+    return out
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Overlapping character pairs inside each CJK run (never across punctuation)."""
+    text = normalize(text)
+    out: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return out
+
+
+def fts_tokens(text: str) -> str:
+    """The space-separated token string stored in mem_fts for `text`."""
+    words = word_tokens(text)
+    bigrams = [b for b in cjk_bigrams(text) if b not in words]
+    return " ".join(words + bigrams)
+
+
+def _fts_quote(token: str) -> str:
+    return '"' + token.replace('"', "") + '"'
+
+
+def _query_words_and_bigrams(text: str) -> tuple[list[str], list[str]]:
+    words: dict[str, None] = {}
+    bigrams: dict[str, None] = {}
+    for word in word_tokens(text):
+        if _is_grammar_bigram(word) or (len(word) == 1 and word in _WEAK_CHARS):
+            continue
+        words.setdefault(word, None)
+        if len(word) >= 3 and all(is_cjk(c) for c in word):
+            for k in range(len(word) - 1):
+                bigrams.setdefault(word[k : k + 2], None)
+    return list(words), [b for b in bigrams if b not in words]
+
+
+def query_terms(text: str) -> list[str]:
+    """The keyword terms of a query: its non-stopword words, plus the bigrams inside words of 3+ characters.
+
+    Bigrams across word boundaries (年在, 备什) are grammar noise in a question; inside a long word
+    they let 旧书店 meet 书店 and 日本料理 meet 料理.
+    """
+    words, bigrams = _query_words_and_bigrams(text)
+    return words + bigrams
+
+
+@lru_cache(maxsize=1)
+def query_intents() -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
+    """(when, add) pairs from data/query_intents.toml, validated once."""
+    raw = tomllib.loads((resources.files("engine.memory") / "data" / "query_intents.toml").read_text("utf-8"))
+    out = []
+    for name, entry in raw.items():
+        when, add = entry.get("when"), entry.get("add")
+        if not (isinstance(when, list) and isinstance(add, list) and all(isinstance(x, str) for x in when + add)):
+            raise ValueError(f"query_intents.toml [{name}] needs lists of strings `when` and `add`")
+        out.append((tuple(w.lower() for w in when), tuple(add)))
+    return tuple(out)
+
+
+def intent_terms(text: str) -> list[str]:
+    """Extra keyword terms for the kinds of question `text` asks (see data/query_intents.toml)."""
+    lowered = normalize(text)
+    extra: list[str] = []
+    for when, add in query_intents():
+        if any(w in lowered for w in when):
+            extra.extend(add)
+    return extra
+
+
+def fts_query(text: str, max_terms: int = 64, keep: Callable[[str], bool] | None = None) -> str | None:
+    """An FTS5 MATCH expression: the query's terms and intent terms OR-ed (BM25 ranks by how many and how rare).
+
+    Upstream joins with AND; in Chinese a paraphrase rarely shares every token, so OR with BM25
+    ranking is the useful form.
+    """
+    words, bigrams = _query_words_and_bigrams(text)
+    # Order: the query's words, then intent terms, then bigrams, so a cap drops bigrams first.
+    ordered = words + [normalize(t) for t in intent_terms(text)] + bigrams
+    terms = [t for t in dict.fromkeys(ordered) if keep is None or keep(t)][:max_terms]
+    if not terms:
+        return None
+    return " OR ".join(_fts_quote(t) for t in terms)
+
+
+# A bigram made only of these characters is grammar, not topic (我的, 了吗, 是不).
+_BIGRAM_STOP_CHARS = frozenset("我你他她它的了着过是在有和也都就还又吗呢吧啊呀哦嗯么那这个什不没很太会能要想说让给把被对从到跟为但而所以因如果之")
+
+
+# Single characters too vague to search on by themselves (verbs of motion, degree, measure words).
+_WEAK_CHARS = frozenset("最上下去来做只小叫干过个种次点些样儿嘛")
+
+
+def _is_grammar_bigram(token: str) -> bool:
+    return len(token) == 2 and token[0] in _BIGRAM_STOP_CHARS and token[1] in _BIGRAM_STOP_CHARS
+
+
+def jaccard_tokens(text: str) -> frozenset[str]:
+    """CJK characters + CJK bigrams + ASCII words: the token set MMR compares with Jaccard.
+
+    Upstream tokenizes on letter runs, which makes a whole Chinese sentence one token (Jaccard 0 or
+    1); characters and bigrams give a graded overlap for near-duplicate turns.
+    """
+    text = normalize(text)
+    tokens: set[str] = set(_ASCII_WORD.findall(text))
+    for run in _CJK_RUN.findall(text):
+        tokens.update(run)
+        tokens.update(run[i : i + 2] for i in range(len(run) - 1))
+    return frozenset(tokens)
+
+
+def text_cost(text: str) -> float:
+    """CJK-aware length for the context budget: a CJK character costs 1, anything else 0.5.
+
+    A Chinese character carries about as much as two or three Latin letters (and costs about one
+    model token), so an English memory gets about twice the characters of a Chinese one.
+    """
+    cjk = sum(1 for ch in text if ord(ch) > 0x2E7F)
+    return cjk + 0.5 * (len(text) - cjk)

@@ -1,0 +1,83 @@
+"""In-process exact vector index: the float32 matrix of all memory vectors, scanned with one numpy matmul.
+
+At 100k memories sqlite-vec's brute-force vec0 scan costs ~65 ms on this 2-core machine (its bit[]
+column ~25 ms, and binary codes of e5 vectors lose too much: the top-24 overlap with the exact
+neighbours was 0.23 at 8x rescoring); one BLAS matrix-vector product over the same vectors costs
+~5 ms and is exact. The price is RAM: 1.5 KB per memory (150 MB at 100k). The matrix is built once
+per process from mem_embedding, extended with rows added since, and rebuilt when the embedding
+model record changes (anima reembed).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.store.queries import q
+
+_LOCK = threading.Lock()
+
+
+@dataclass
+class _Index:
+    stamp: tuple[Any, ...]
+    max_id: int
+    ids: np.ndarray  # int64 memory ids
+    matrix: np.ndarray  # float32 [n, dim], rows L2-normalised
+
+
+_CACHE: dict[str, _Index] = {}
+
+
+def _db_key(conn: Any) -> str:
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main" and row[2]:
+            return str(row[2])
+    return f"memory:{id(conn)}"
+
+
+def _rows(conn: Any, after_id: int) -> tuple[np.ndarray, np.ndarray]:
+    ids: list[int] = []
+    blobs: list[bytes] = []
+    for row in conn.execute(q("mem_embeddings_after"), {"after": after_id}):
+        ids.append(row["id"])
+        blobs.append(row["embedding"])
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+    return np.array(ids, dtype=np.int64), matrix
+
+
+def forget(conn: Any) -> None:
+    """Drop this database's cached index (after anima reembed in this process)."""
+    with _LOCK:
+        _CACHE.pop(_db_key(conn), None)
+
+
+def nearest(conn: Any, query_vec: np.ndarray, n: int) -> dict[int, float]:
+    """The n memory ids with the highest cosine to `query_vec`, with their cosines (exact)."""
+    stamp_row = conn.execute(q("mem_get_embedding_stamp")).fetchone()
+    stamp = tuple(stamp_row) if stamp_row else ()
+    max_id = conn.execute(q("mem_max_embedding_id")).fetchone()[0]
+    key = _db_key(conn)
+    with _LOCK:
+        index = _CACHE.get(key)
+        if index is None or index.stamp != stamp or max_id < index.max_id:
+            ids, matrix = _rows(conn, 0)
+            index = _CACHE[key] = _Index(stamp, max_id, ids, matrix)
+        elif max_id > index.max_id:
+            ids, matrix = _rows(conn, index.max_id)
+            if len(ids):
+                index.ids = np.concatenate([index.ids, ids])
+                index.matrix = np.vstack([index.matrix, matrix]) if index.matrix.size else matrix
+            index.max_id = max_id
+        ids, matrix = index.ids, index.matrix
+    if len(ids) == 0:
+        return {}
+    scores = matrix @ np.asarray(query_vec, dtype=np.float32)
+    n = min(n, len(ids))
+    top = np.argpartition(-scores, n - 1)[:n]
+    return {int(ids[i]): float(scores[i]) for i in top}

@@ -1,0 +1,120 @@
+-- Memory queries: chat messages, episodic rows, FTS/vector lanes, re-read, injections, embedding model.
+
+-- name: mem_get_embedding_model
+SELECT name, dim FROM embedding_model WHERE id = 1
+
+-- name: mem_set_embedding_model
+INSERT INTO embedding_model (id, name, dim, updated_at) VALUES (1, :name, :dim, :now)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, dim = excluded.dim, updated_at = excluded.updated_at
+
+-- name: mem_get_message
+SELECT id, turn_id, role, text, ts, ts_iso, status FROM chat_message WHERE turn_id = :turn_id AND role = :role
+
+-- name: mem_insert_message
+INSERT INTO chat_message (turn_id, role, text, ts, ts_iso, status, origin, created_at)
+VALUES (:turn_id, :role, :text, :ts, :ts_iso, 'sent', :origin, :now)
+RETURNING id
+
+-- name: mem_insert_episodic_chat
+INSERT INTO mem_episodic (source, message_id, turn_id, role, ts, raw, salience, importance, echo_of_injection, created_at)
+VALUES ('chat', :message_id, :turn_id, :role, :ts, :raw, :salience, :importance, :echo, :now)
+RETURNING id
+
+-- name: mem_insert_episodic_life
+INSERT INTO mem_episodic (source, life_event_id, ts, raw, salience, importance, created_at)
+VALUES ('self_life', :life_event_id, :ts, :raw, :salience, :importance, :now)
+ON CONFLICT DO NOTHING
+RETURNING id
+
+-- name: mem_episodic_for_life
+SELECT id FROM mem_episodic WHERE life_event_id = :life_event_id
+
+-- name: mem_get_life_event
+SELECT id, ts, text, told FROM life_event WHERE id = :id
+
+-- name: mem_insert_fts
+INSERT INTO mem_fts (rowid, tokens) VALUES (:id, :tokens)
+
+-- name: mem_insert_vec
+INSERT INTO mem_vec (rowid, embedding) VALUES (:id, :embedding)
+
+-- name: mem_create_vocab
+-- Per-connection (temp) view of mem_fts document frequencies, to drop very common query terms on big histories.
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.mem_fts_vocab USING fts5vocab(main, mem_fts, row)
+
+-- name: mem_term_doc_count
+SELECT doc FROM temp.mem_fts_vocab WHERE term = :term
+
+-- name: mem_embeddings_after
+SELECT id, embedding FROM mem_embedding WHERE id > :after ORDER BY id
+
+-- name: mem_max_embedding_id
+SELECT coalesce(max(id), 0) FROM mem_embedding
+
+-- name: mem_get_embedding_stamp
+SELECT name, dim, updated_at FROM embedding_model WHERE id = 1
+
+-- name: mem_delete_embeddings
+DELETE FROM mem_embedding
+
+-- name: mem_max_id
+SELECT coalesce(max(id), 0) FROM mem_episodic
+
+-- name: mem_vec_knn
+SELECT rowid AS id, distance FROM mem_vec WHERE embedding MATCH :embedding AND k = :k ORDER BY distance
+
+-- name: mem_fts_search
+SELECT rowid AS id, bm25(mem_fts) AS rank FROM mem_fts WHERE mem_fts MATCH :match ORDER BY rank LIMIT :k
+
+-- name: mem_gated_rows
+-- The source gate: chat rows whose message exists and was sent, told self_life rows; never echoes of
+-- injected text; never anything after as_of. Everything recall may show passes through here.
+SELECT e.id, e.source, e.message_id, e.life_event_id, e.turn_id, e.role, e.ts, e.raw, e.gist, e.salience,
+       e.importance, e.accessibility, e.recall_count, e.last_recalled_at,
+       m.ts_iso AS ts_iso
+FROM mem_episodic e
+LEFT JOIN chat_message m ON m.id = e.message_id
+LEFT JOIN life_event l ON l.id = e.life_event_id
+WHERE e.id IN (SELECT value FROM json_each(:ids))
+  AND e.echo_of_injection IS NULL
+  AND e.ts <= :as_of
+  AND ((e.source = 'chat' AND m.id IS NOT NULL AND m.status = 'sent')
+       OR (e.source = 'self_life' AND l.id IS NOT NULL AND l.told = 1))
+
+-- name: mem_turn_messages
+SELECT id, role, text, ts, ts_iso FROM chat_message
+WHERE turn_id = :turn_id AND status = 'sent' AND ts <= :as_of
+ORDER BY CASE role WHEN 'user' THEN 0 ELSE 1 END
+
+-- name: mem_vectors_of
+SELECT id, embedding FROM mem_embedding WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- name: mem_insert_embedding
+INSERT OR REPLACE INTO mem_embedding (id, embedding) VALUES (:id, :embedding)
+
+-- name: mem_bump_recall
+UPDATE mem_episodic SET recall_count = recall_count + 1, accessibility = :accessibility, last_recalled_at = :now
+WHERE id = :id
+
+-- name: mem_insert_injection
+INSERT INTO context_injection (id, ts, turn_id, query_hash, block_hash, block_chars, memory_ids_json, fact_ids_json, block_text)
+VALUES (:id, :ts, :turn_id, :query_hash, :block_hash, :block_chars, :memory_ids_json, :fact_ids_json, :block_text)
+
+-- name: mem_injections_for_turn
+SELECT id, block_text, memory_ids_json FROM context_injection WHERE turn_id = :turn_id ORDER BY ts DESC
+
+-- name: mem_recent_injections
+SELECT id, block_text, memory_ids_json FROM context_injection WHERE ts >= :since ORDER BY ts DESC LIMIT :limit
+
+-- name: mem_all_episodic_for_reembed
+SELECT e.id, e.raw FROM mem_episodic e ORDER BY e.id
+
+-- name: mem_count_episodic
+SELECT count(*) FROM mem_episodic
+
+-- name: mem_drop_mem_vec
+DROP TABLE IF EXISTS mem_vec
+
+-- name: mem_create_mem_vec
+-- {dim} is filled with the model's integer dimension by engine.memory.reembed (the one formatted query).
+CREATE VIRTUAL TABLE mem_vec USING vec0(embedding float[{dim}] distance_metric=cosine)

@@ -1,0 +1,114 @@
+"""Ranking equations (after OpenClaw memory-core): saturation, fusion, decay, importance, MMR, min_score, strength."""
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.memory import ranking
+from engine.memory.ranking import Candidate, RankParams
+
+DAY = 86400.0
+
+
+def cand(i, v=0.0, t=0.0, ts=0.0, imp=5.0, text="", strength=1.0):
+    return Candidate(memory_id=i, vector_score=v, text_score=t, ts=ts, importance=imp, text=text, strength=strength)
+
+
+@given(st.floats(min_value=-1e6, max_value=-1e-9))
+def test_bm25_saturation_is_in_unit_interval_and_monotone(r):
+    s = ranking.bm25_saturate(r)
+    assert 0 < s < 1
+    assert ranking.bm25_saturate(r * 2) >= s  # more negative rank = better match
+
+
+def test_bm25_saturation_matches_upstream_rule():
+    assert math.isclose(ranking.bm25_saturate(-3.0), 3.0 / 4.0)
+
+
+def test_fusion_is_weighted_mean():
+    assert math.isclose(ranking.fuse(1.0, 0.0, 0.7, 0.3), 0.7)
+    assert math.isclose(ranking.fuse(0.5, 0.5, 0.7, 0.3), 0.5)
+
+
+@given(st.floats(min_value=-1000, max_value=0))
+def test_future_timestamps_do_not_decay(age):
+    assert ranking.decay_multiplier(age, 30) == 1.0
+
+
+def test_half_life():
+    assert math.isclose(ranking.decay_multiplier(30, 30), 0.5)
+
+
+@given(st.floats(min_value=-5, max_value=20))
+def test_importance_multiplier_is_clamped(importance):
+    m = ranking.importance_multiplier(importance)
+    assert 0.8 - 1e-9 <= m <= 1.25 + 1e-9
+
+
+def test_six_month_old_relevant_memory_passes_min_score():
+    """Upstream applies min_score after decay: 0.8 * 2**-6 = 0.0125 would be dropped. anima keeps it."""
+    now = 200 * DAY
+    old = cand(1, v=0.8, t=0.8, ts=now - 180 * DAY)
+    ranked = ranking.score_candidates([old], RankParams(), now)
+    kept = ranking.apply_min_score(ranked, 0.35, set(), 0.3)
+    assert [c.memory_id for c in kept] == [1]
+    assert ranked[0].score >= 0.8 * RankParams().decay_floor * 0.9
+
+
+def test_keyword_fallback_keeps_keyword_hits_when_nothing_passes():
+    ranked = ranking.score_candidates([cand(1, v=0.0, t=0.95), cand(2, v=0.2, t=0.0)], RankParams(), 0.0)
+    kept = ranking.apply_min_score(ranked, 0.35, {1}, 0.3)
+    assert [c.memory_id for c in kept] == [1]
+
+
+def test_min_score_without_keyword_hits_returns_nothing():
+    ranked = ranking.score_candidates([cand(2, v=0.2)], RankParams(), 0.0)
+    assert ranking.apply_min_score(ranked, 0.35, set(), 0.3) == []
+
+
+def test_mmr_drops_a_near_duplicate_and_keeps_distinct():
+    from engine.memory.tokens import jaccard_tokens
+
+    items = [cand(1, text="又买了糖炒栗子，这次是好的"), cand(2, text="糖炒栗子这次买的都是好的"),
+             cand(3, text="加班到九点，路上买了糖炒栗子，一半都是坏的")]
+    items = [ranking.replace(c, score=s) for c, s in zip(items, (0.9, 0.89, 0.5), strict=True)]
+    out = ranking.mmr(items, 0.7, lambda c: jaccard_tokens(c.text), duplicate=0.5)
+    assert [c.memory_id for c in out] == [1, 3]
+
+
+def test_mmr_lambda_one_is_relevance_order():
+    items = [ranking.replace(cand(i, text=str(i)), score=s) for i, s in ((1, 0.2), (2, 0.9))]
+    assert [c.memory_id for c in ranking.mmr(items, 1.0, lambda c: frozenset(c.text))] == [2, 1]
+
+
+def test_prefer_newer_lifts_the_newer_statement_on_a_topic():
+    old = ranking.replace(cand(1, ts=0), relevance=0.7, score=0.7)
+    new = ranking.replace(cand(2, ts=DAY * 40), relevance=0.65, score=0.65)
+    out = ranking.prefer_newer([old, new], 0.3, lambda a, b: True)
+    assert [c.memory_id for c in out] == [2, 1]
+    assert [c.memory_id for c in ranking.prefer_newer([old, new], 0.3, lambda a, b: False)] == [1, 2]
+
+
+@given(st.floats(min_value=0, max_value=3650), st.floats(min_value=0.1, max_value=10),
+       st.floats(min_value=0.0, max_value=10))
+def test_stronger_memories_fade_slower(age, strength, extra):
+    """MemoryBank's code got this sign wrong; here retention never decreases with strength."""
+    weak = ranking.retention(age, 30, strength)
+    strong = ranking.retention(age, 30, strength + extra)
+    assert strong >= weak - 1e-12
+
+
+@given(st.floats(min_value=0, max_value=1e5), st.floats(min_value=0.1, max_value=10))
+def test_unused_memories_fade_but_never_vanish(age, strength):
+    w = ranking.recency_weight(age, 30, strength, 0.8)
+    assert 0.8 <= w <= 1.0
+    assert ranking.recency_weight(age + 1, 30, strength, 0.8) <= w + 1e-12
+
+
+@given(st.floats(min_value=0.1, max_value=9), st.floats(min_value=0, max_value=365))
+def test_recall_strengthens_more_after_a_longer_gap(strength, gap):
+    s1 = ranking.strength_after_recall(strength, gap)
+    s2 = ranking.strength_after_recall(strength, gap + 30)
+    assert s1 > strength or s1 == 10.0
+    assert s2 >= s1 - 1e-12
