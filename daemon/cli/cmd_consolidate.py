@@ -1,0 +1,62 @@
+"""`anima consolidate --now [--json]`: one consolidation pass in the foreground, as a job, by the daemon's code path."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+
+from daemon.cli.env import CliEnv
+from daemon.worker import run_job
+from engine import jobs
+from engine.consolidate.run import JOB_KIND
+from engine.errors import ConflictError, InputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("consolidate", help="turn episodes into facts now (the nightly job, in the foreground)")
+    parser.add_argument("--now", action="store_true", help="run one pass now (required)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace, env: CliEnv) -> int:
+    if not args.now:
+        raise InputError("anima consolidate runs only on request: pass --now (the daemon schedules it otherwise)")
+    from engine.memory.embed import make_embedder
+
+    conn = env.open_db(create=False)
+    try:
+        now = env.clock.now()
+        owner = f"cli:{socket.gethostname()}:{os.getpid()}"
+        job_id = jobs.enqueue(conn, JOB_KIND, {"trigger": "cli"}, now, max_attempts=env.settings.jobs.max_attempts)
+        job = jobs.claim(conn, owner, now, env.settings.jobs.lease_s, job_id=job_id)
+        if job is None:
+            state = jobs.get_job(conn, job_id) or {}
+            raise ConflictError(f"consolidation job {job_id} is {state.get('status', 'busy')} in the daemon "
+                                "(or waiting for its retry); see: anima jobs")
+        embedder = make_embedder(env.settings.memory)
+        try:
+            report = run_job(conn, job, env.settings, embedder, now)
+        except Exception as exc:
+            jobs.fail(conn, job, env.clock.now(), f"{type(exc).__name__}: {exc}", env.settings.jobs.backoff_s)
+            raise
+    finally:
+        conn.close()
+    report = {"job_id": job.id, **report}
+    if args.json:
+        env.print_json(report)
+        return 0
+    print(f"consolidation job {job.id}: {report['episodes']} episodes, {report['candidates']} candidates "
+          f"({report['operator']}); added {report['added']}, merged {report['merged']}, "
+          f"superseded {report['superseded']}; {report['facts_active']} active facts of {report['facts_total']}")
+    relations = report.get("relations")
+    if relations:
+        print(f"  relations: added {relations['added']}, merged {relations['merged']}, "
+              f"superseded {relations['superseded']}; {report['relations_active']} active")
+    if report["gated"]:
+        print("  not candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(report["gated"].items())))
+    print(f"  operator: {report['operator_note']}")
+    for reason in report["rejections"]:
+        print(f"  rejected, appended instead: {reason}")
+    return 0

@@ -1,0 +1,96 @@
+"""Apply a checked consolidation outcome: the host writes every fact from evidence, in the caller's transaction.
+
+Writes are steps computed beforehand by the planner (run.py): add a fact (statement = date +
+source sentence), merge evidence into an existing fact, retire a fact (close valid_to, set
+superseded_by). Nothing is deleted. Provisional ids ("n3") of facts written earlier in the same
+run are mapped to their real ids as they are inserted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.errors import ConflictError
+from engine.store.queries import q
+
+
+@dataclass(frozen=True)
+class AddFact:
+    eid: str  # provisional id "nN"
+    subject: str
+    key: str
+    statement: str
+    valid_from: float
+    evidence: tuple[int, ...]
+    importance: float
+    origin: str
+    vector: np.ndarray = field(repr=False, compare=False)
+    closed_at: float | None = None  # an older fact arriving after a newer one of its key: born closed
+    closed_by: str | None = None
+
+
+@dataclass(frozen=True)
+class MergeInto:
+    eid: str
+    evidence: tuple[int, ...]
+    importance: float
+
+
+@dataclass(frozen=True)
+class Retire:
+    eid: str
+    valid_to: float
+    by: str
+
+
+Step = AddFact | MergeInto | Retire
+
+
+def fact_id_of(eid: str, ids: dict[str, int]) -> int:
+    if eid.startswith("e"):
+        return int(eid[1:])
+    return ids[eid]
+
+
+def apply_steps(conn: Any, steps: Sequence[Step], now: float, model_name: str,
+                pause: Callable[[], None] | None = None) -> dict[str, int]:
+    """Execute the steps (inside the caller's transaction); returns provisional id -> fact id."""
+    ids: dict[str, int] = {}
+    for step in steps:
+        if isinstance(step, AddFact):
+            fact_id = conn.execute(q("insert_fact"), {
+                "subject": step.subject, "key": step.key, "statement": step.statement,
+                "valid_from": step.valid_from, "valid_to": None, "recorded_at": now, "superseded_by": None,
+                "evidence_json": json.dumps(list(step.evidence)), "importance": step.importance,
+                "origin": step.origin}).fetchone()[0]
+            ids[step.eid] = int(fact_id)
+            conn.execute(q("insert_fact_vec"), {"fact_id": fact_id, "model": model_name,
+                                                "embedding": np.asarray(step.vector, dtype=np.float32).tobytes()})
+        elif isinstance(step, MergeInto):
+            fact_id = fact_id_of(step.eid, ids)
+            row = conn.execute(q("fact_evidence"), {"id": fact_id}).fetchone()
+            if row is None:
+                raise ConflictError(f"fact {fact_id} vanished during consolidation")
+            merged = sorted(set(json.loads(row[0])) | set(step.evidence))
+            cursor = conn.execute(q("merge_into_fact"), {"id": fact_id, "evidence_json": json.dumps(merged),
+                                                         "importance": step.importance})
+            if cursor.rowcount != 1:
+                raise ConflictError(f"fact {fact_id} is no longer active; consolidation will retry")
+        else:
+            fact_id = fact_id_of(step.eid, ids)
+            cursor = conn.execute(q("retire_fact"), {"id": fact_id, "valid_to": step.valid_to,
+                                                     "superseded_by": fact_id_of(step.by, ids)})
+            if cursor.rowcount != 1:
+                raise ConflictError(f"fact {fact_id} is no longer active; consolidation will retry")
+        if pause is not None:
+            pause()
+    for step in steps:
+        if isinstance(step, AddFact) and step.closed_by is not None:
+            conn.execute(q("close_new_fact"), {"id": ids[step.eid], "valid_to": step.closed_at,
+                                               "superseded_by": fact_id_of(step.closed_by, ids)})
+    return ids

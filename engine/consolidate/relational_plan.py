@@ -1,0 +1,254 @@
+"""Relational consolidation: candidates, the rules plan, its validator, the append-only fallback, and the writes.
+
+The same discipline as facts: the operator (here always deterministic) only picks `added`,
+`merged` (same kind and identity) or `superseded` (same kind and slot, a different value); a
+structural validator replays the plan and rejects it whole on any broken rule; a rejected plan
+falls back to adding every candidate and touching nothing else; the host writes each entry as
+date + the user's own sentence, in the consolidation transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from engine.consolidate.gate import Episode
+from engine.consolidate.plan import Operation, Plan, same_fact, sentence_of, statement_for
+from engine.consolidate.relational import RelMatch, coined_phrases, detect
+from engine.consolidate.validate import Limits, PlanRejected
+from engine.errors import ConflictError
+from engine.store.queries import q
+
+
+@dataclass(frozen=True)
+class RelCandidate:
+    cid: str  # "r1"
+    episode_ids: tuple[int, ...]
+    match: RelMatch
+    text: str
+    ts: float
+    date: str
+
+
+@dataclass(frozen=True)
+class RelEntry:
+    eid: str  # "q12" (stored) or "p3" (written earlier this run)
+    rel_id: int | None
+    match: RelMatch  # recomputed from the stored sentence: the table keeps no slot column
+    statement: str
+    valid_from: float
+    evidence: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class AddRel:
+    eid: str
+    kind: str
+    statement: str
+    valid_from: float
+    evidence: tuple[int, ...]
+    closed_at: float | None = None  # older than an entry already in its slot: born superseded
+    closed_by: str | None = None
+
+
+@dataclass(frozen=True)
+class MergeRel:
+    eid: str
+    evidence: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RetireRel:
+    eid: str
+    valid_to: float
+    by: str
+
+
+RelStep = AddRel | MergeRel | RetireRel
+
+
+def same_entry(a: RelMatch, b: RelMatch) -> bool:
+    """Same kind and the same thing: a slotted kind needs the exact value (小林 is not 小林子), others the same words."""
+    if a.kind != b.kind or a.slot != b.slot:
+        return False
+    if a.slot:
+        return a.value == b.value
+    return a.value == b.value or same_fact(a.value, b.value, 1.0)
+
+
+def contradicts(new: RelMatch, old: RelMatch) -> bool:
+    return new.kind == old.kind and bool(new.slot) and new.slot == old.slot and new.value != old.value
+
+
+def build_rel_candidates(conn: Any, passing: Sequence[Episode], date_of: Any) -> list[RelCandidate]:
+    """One candidate per (gated user chat sentence, kind it states). Never her life, never her replies."""
+    coined = coined_phrases(conn)
+    out: list[RelCandidate] = []
+    for episode in passing:
+        if episode.source != "chat" or episode.role != "user":
+            continue
+        earlier = [phrase for ts, phrase in coined if ts < episode.ts]
+        for match in detect(episode.text, earlier):
+            out.append(RelCandidate(f"r{len(out) + 1}", (episode.id,), match, episode.text.strip(), episode.ts,
+                                    date_of(episode.ts, episode.ts_iso)))
+    return out
+
+
+def load_rel_active(conn: Any) -> dict[str, RelEntry]:
+    coined = [phrase for _, phrase in coined_phrases(conn)]
+    entries = {}
+    for row in conn.execute(q("active_relations")):
+        sentence = sentence_of(row["statement"])
+        found = [m for m in detect(sentence, coined) if m.kind == row["kind"]]
+        match = found[0] if found else RelMatch(row["kind"], "", "")
+        entries[f"q{row['id']}"] = RelEntry(f"q{row['id']}", row["id"], match, row["statement"], row["valid_from"],
+                                            tuple(json.loads(row["evidence_json"])))
+    return entries
+
+
+def rel_rules_plan(candidates: Sequence[RelCandidate], active: Mapping[str, RelEntry]) -> Plan:
+    """Time order, each candidate against the entries as they stand after the ones before it."""
+    sim = RelSimulation(active)
+    operations = []
+    for cand in candidates:
+        live = list(sim.active.values())
+        same = [e for e in live if same_entry(cand.match, e.match)]
+        older = [e for e in live if contradicts(cand.match, e.match) and e.valid_from <= cand.ts]
+        if same:
+            op = Operation(cand.cid, "merged", (same[0].eid,))
+        elif older:
+            op = Operation(cand.cid, "superseded", tuple(e.eid for e in older))
+        else:
+            op = Operation(cand.cid, "added")
+        operations.append(op)
+        sim.step(op, cand)
+    return Plan(tuple(operations), "rules")
+
+
+class RelSimulation:
+    """The active relational entries as each operation leaves them, and the write steps."""
+
+    def __init__(self, active: Mapping[str, RelEntry]):
+        self.active: dict[str, RelEntry] = dict(active)
+        self.before_run = len(active)
+        self.retired_prior = 0
+        self.steps: list[RelStep] = []
+        self.counts = {"added": 0, "merged": 0, "superseded": 0, "retired": 0}
+        self._next = 0
+
+    def step(self, op: Operation, cand: RelCandidate) -> None:
+        if op.action == "merged":
+            entry = self.active[op.priors[0]]
+            self.steps.append(MergeRel(entry.eid, cand.episode_ids))
+            self.active[entry.eid] = replace(entry, evidence=tuple(sorted(set(entry.evidence) | set(cand.episode_ids))))
+            self.counts["merged"] += 1
+            return
+        self._next += 1
+        eid = f"p{self._next}"
+        statement = statement_for("user", cand.date, cand.text)
+        newer = [e for e in self.active.values() if contradicts(cand.match, e.match) and e.valid_from > cand.ts]
+        closer = min(newer, key=lambda e: e.valid_from) if newer else None
+        self.steps.append(AddRel(eid, cand.match.kind, statement, cand.ts, cand.episode_ids,
+                                 closer.valid_from if closer else None, closer.eid if closer else None))
+        if closer is None:
+            self.active[eid] = RelEntry(eid, None, cand.match, statement, cand.ts, cand.episode_ids)
+        if op.action == "superseded":
+            for prior in op.priors:
+                self.steps.append(RetireRel(prior, cand.ts, eid))
+                if self.active[prior].rel_id is not None:
+                    self.retired_prior += 1
+                del self.active[prior]
+                self.counts["retired"] += 1
+            self.counts["superseded"] += 1
+        else:
+            self.counts["added"] += 1
+
+
+def validate_rel_plan(plan: Plan, candidates: Sequence[RelCandidate], active: Mapping[str, RelEntry],
+                      limits: Limits) -> RelSimulation:
+    """Replay the plan, raising PlanRejected on the first broken rule; returns the simulation it leaves."""
+    if len(plan.operations) != len(candidates):
+        raise PlanRejected(f"relational plan has {len(plan.operations)} operations for {len(candidates)} "
+                           "candidates; exactly one per candidate is required")
+    sim = RelSimulation(active)
+    used: set[str] = set()
+    for op, cand in zip(plan.operations, candidates, strict=True):
+        if op.cid != cand.cid:
+            raise PlanRejected(f"relational operation for {op.cid!r} is out of order (expected {cand.cid})")
+        if op.action == "added" and op.priors:
+            raise PlanRejected(f"candidate {op.cid}: 'added' must name no prior entries")
+        if op.action in ("merged", "superseded") and not op.priors:
+            raise PlanRejected(f"candidate {op.cid}: '{op.action}' must name at least one prior entry")
+        if op.action not in ("added", "merged", "superseded"):
+            raise PlanRejected(f"candidate {op.cid}: unknown action {op.action!r}")
+        for eid in op.priors:
+            entry = sim.active.get(eid)
+            if entry is None or eid in used:
+                raise PlanRejected(f"candidate {op.cid}: prior entry {eid!r} is unknown, inactive or named twice")
+            used.add(eid)
+            if op.action == "merged" and not same_entry(cand.match, entry.match):
+                raise PlanRejected(f"candidate {op.cid}: cannot merge into {eid}: not the same {cand.match.kind}")
+            if op.action == "superseded" and not (contradicts(cand.match, entry.match)
+                                                  and entry.valid_from <= cand.ts):
+                raise PlanRejected(f"candidate {op.cid} ({cand.match.kind}) cannot supersede {eid}: "
+                                   "needs the same kind and slot, a different value, and an older entry")
+        sim.step(op, cand)
+    allowance = max(math.floor(limits.max_retire_fraction * sim.before_run), limits.min_retire_allowance)
+    if sim.retired_prior > allowance:
+        raise PlanRejected(f"relational plan retires {sim.retired_prior} of {sim.before_run} active entries; "
+                           f"at most {allowance} ({limits.max_retire_fraction:.0%}) may be retired per run")
+    return sim
+
+
+def plan_relations(conn: Any, passing: Sequence[Episode], date_of: Any, limits: Limits) -> dict[str, Any]:
+    """Read and decide (no writes): candidates, the validated plan or the fallback, the steps and a report."""
+    candidates = build_rel_candidates(conn, passing, date_of)
+    active = load_rel_active(conn)
+    rejection = None
+    try:
+        sim = validate_rel_plan(rel_rules_plan(candidates, active), candidates, active, limits)
+    except PlanRejected as exc:
+        rejection = f"relations: rules plan rejected: {exc}"
+        sim = RelSimulation(active)
+        for cand in candidates:
+            sim.step(Operation(cand.cid, "added"), cand)
+    kinds: dict[str, int] = {}
+    for cand in candidates:
+        kinds[cand.match.kind] = kinds.get(cand.match.kind, 0) + 1
+    return {"steps": sim.steps, "active_before": sorted(e.rel_id for e in active.values() if e.rel_id is not None),
+            "rejection": rejection,
+            "report": {"candidates": len(candidates), "kinds": kinds, **sim.counts, "fallback": rejection is not None}}
+
+
+def _id_of(eid: str, ids: dict[str, int]) -> int:
+    return int(eid[1:]) if eid.startswith("q") else ids[eid]
+
+
+def apply_rel_steps(conn: Any, steps: Sequence[RelStep], now: float) -> dict[str, int]:
+    """Execute the steps inside the caller's transaction; returns provisional id -> mem_relational id."""
+    ids: dict[str, int] = {}
+    for step in steps:
+        if isinstance(step, AddRel):
+            ids[step.eid] = int(conn.execute(q("insert_relation"), {
+                "kind": step.kind, "statement": step.statement, "valid_from": step.valid_from, "recorded_at": now,
+                "evidence_json": json.dumps(list(step.evidence))}).fetchone()[0])
+        elif isinstance(step, MergeRel):
+            rel_id = _id_of(step.eid, ids)
+            row = conn.execute(q("relation_evidence"), {"id": rel_id}).fetchone()
+            merged = sorted(set(json.loads(row[0]) if row else []) | set(step.evidence))
+            if conn.execute(q("merge_into_relation"), {"id": rel_id, "evidence_json": json.dumps(merged)}).rowcount != 1:
+                raise ConflictError(f"relational entry {rel_id} is no longer active; consolidation will retry")
+        else:
+            rel_id = _id_of(step.eid, ids)
+            cursor = conn.execute(q("retire_relation"), {"id": rel_id, "valid_to": step.valid_to,
+                                                         "superseded_by": _id_of(step.by, ids)})
+            if cursor.rowcount != 1:
+                raise ConflictError(f"relational entry {rel_id} is no longer active; consolidation will retry")
+    for step in steps:
+        if isinstance(step, AddRel) and step.closed_by is not None:
+            conn.execute(q("close_new_relation"), {"id": ids[step.eid], "valid_to": step.closed_at,
+                                                   "superseded_by": _id_of(step.closed_by, ids)})
+    return ids

@@ -1,0 +1,222 @@
+"""Leased background jobs: enqueue, claim, renew, finish with the job's own writes, fail with backoff, recover.
+
+States (procrastinate-style, explicit): queued -> running -> done | failed, and running ->
+interrupted (a crash or an expired lease) -> running again after a backoff. A job's effects and its
+`done` commit in one transaction (`job_transaction`), so after any crash a job has either
+happened completely or not at all, and the retry starts from a clean slate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import ConflictError, InputError
+from engine.store.connect import transaction
+from engine.store.queries import q
+
+SCRATCH_MAX_BYTES = 64 * 1024
+DEFAULT_BACKOFF_S: tuple[float, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0)
+REASON_RESTART = "process restart"
+REASON_LEASE = "lease expiry"
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    max_attempts: int
+    run_after: float
+    lease_owner: str | None
+    lease_until: float | None
+    scratch: dict[str, Any]
+    started_at: float | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> Job:
+        return cls(
+            id=row["id"], kind=row["kind"], payload=json.loads(row["payload_json"]), status=row["status"],
+            attempts=row["attempts"], max_attempts=row["max_attempts"], run_after=row["run_after"],
+            lease_owner=row["lease_owner"], lease_until=row["lease_until"],
+            scratch=json.loads(row["scratch_json"] or "{}"), started_at=row["started_at"],
+        )
+
+
+@dataclass
+class JobOutcome:
+    """What a handler fills in inside `job_transaction`: the result, an optional note, the scratch."""
+
+    result: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # a note on a job that still finished (e.g. "plan rejected: ...")
+    scratch: dict[str, Any] | None = None
+
+
+# ---- pure rules ---------------------------------------------------------------------------------
+
+
+def backoff_delay(attempt: int, backoff_s: Sequence[float]) -> float:
+    """Delay before retry number `attempt` (1-based): the schedule's entry, its last one beyond it."""
+    schedule = list(backoff_s) or list(DEFAULT_BACKOFF_S)
+    return float(schedule[min(max(attempt, 1), len(schedule)) - 1])
+
+
+def after_failure(attempts: int, max_attempts: int, now: float, backoff_s: Sequence[float]) -> tuple[str, float]:
+    """(next status, run_after) once attempt number `attempts` has failed or been interrupted."""
+    if attempts >= max_attempts:
+        return "failed", now
+    return "retry", now + backoff_delay(attempts, backoff_s)
+
+
+def encode_scratch(scratch: dict[str, Any]) -> str:
+    text = json.dumps(scratch, ensure_ascii=False, separators=(",", ":"))
+    if len(text.encode("utf-8")) > SCRATCH_MAX_BYTES:
+        raise InputError(
+            f"job scratch is {len(text.encode('utf-8'))} bytes, over the {SCRATCH_MAX_BYTES}-byte limit; "
+            "keep only ids and counters there"
+        )
+    return text
+
+
+# ---- store functions ----------------------------------------------------------------------------
+
+
+def _event(conn: Any, job_id: int, now: float, attempt: int, event: str, **detail: Any) -> None:
+    conn.execute(q("insert_job_event"), {"job_id": job_id, "ts": now, "attempt": attempt, "event": event,
+                                         "detail_json": json.dumps(detail, ensure_ascii=False)})
+
+
+def enqueue(conn: Any, kind: str, payload: dict[str, Any] | None, now: float, *, run_after: float | None = None,
+            max_attempts: int = 5, unique: bool = True) -> int:
+    """Queue one job; with `unique`, an unfinished job of the same kind is reused (its id returned)."""
+    with transaction(conn):
+        if unique:
+            row = conn.execute(q("open_job_of_kind"), {"kind": kind}).fetchone()
+            if row is not None:
+                return int(row["id"])
+        cursor = conn.execute(q("insert_job"), {
+            "kind": kind, "payload_json": json.dumps(payload or {}, ensure_ascii=False),
+            "max_attempts": max_attempts, "run_after": now if run_after is None else run_after, "now": now})
+        job_id = int(cursor.lastrowid)
+        _event(conn, job_id, now, 0, "queued", kind=kind)
+    return job_id
+
+
+def claim(conn: Any, owner: str, now: float, lease_s: float, *, kinds: Sequence[str] | None = None,
+          job_id: int | None = None) -> Job | None:
+    """Lease the oldest ready job (queued, or interrupted and past its backoff) with one UPDATE ... RETURNING."""
+    with transaction(conn):
+        row = conn.execute(q("claim_job"), {
+            "owner": owner, "now": now, "lease_s": lease_s, "job_id": job_id,
+            "kinds": json.dumps(list(kinds)) if kinds is not None else None}).fetchone()
+        if row is None:
+            return None
+        job = Job.from_row(row)
+        _event(conn, job.id, now, job.attempts, "claimed", owner=owner, lease_until=job.lease_until)
+    return job
+
+
+def renew(conn: Any, job: Job, owner: str, now: float, lease_s: float) -> bool:
+    """Extend the lease; False when the job is no longer ours (finished, recovered or taken)."""
+    cursor = conn.execute(q("renew_lease"), {"id": job.id, "owner": owner, "now": now, "lease_s": lease_s})
+    return cursor.rowcount == 1
+
+
+def set_scratch(conn: Any, job: Job, owner: str, scratch: dict[str, Any], now: float) -> None:
+    conn.execute(q("set_scratch"), {"id": job.id, "owner": owner, "now": now, "scratch_json": encode_scratch(scratch)})
+
+
+@contextmanager
+def job_transaction(conn: Any, job: Job, now: float) -> Iterator[JobOutcome]:
+    """`with job_transaction(conn, job, now) as out:` the handler's writes and the job's `done`, one commit.
+
+    If the job is no longer ours when the block ends (its lease was recovered and someone else ran
+    it), everything rolls back with ConflictError: a job's effects never land twice.
+    """
+    outcome = JobOutcome()
+    with transaction(conn):
+        yield outcome
+        scratch = job.scratch if outcome.scratch is None else outcome.scratch
+        cursor = conn.execute(q("finish_job"), {
+            "id": job.id, "owner": job.lease_owner, "now": now,
+            "result_json": json.dumps(outcome.result, ensure_ascii=False),
+            "error": outcome.error, "scratch_json": encode_scratch(scratch)})
+        if cursor.rowcount != 1:
+            raise ConflictError(f"job {job.id} is no longer leased by {job.lease_owner}; its writes were rolled back")
+        _event(conn, job.id, now, job.attempts, "done", note=bool(outcome.error))
+
+
+def fail(conn: Any, job: Job, now: float, error: str, backoff_s: Sequence[float] = DEFAULT_BACKOFF_S) -> str:
+    """Record a failed attempt: re-queue after the backoff, or fail for good after max_attempts. Returns the status."""
+    with transaction(conn):
+        current = conn.execute(q("get_job"), {"id": job.id}).fetchone()
+        if current is None or current["status"] != "running" or current["lease_owner"] != job.lease_owner:
+            return str(current["status"]) if current is not None else "missing"
+        verdict, run_after = after_failure(job.attempts, job.max_attempts, now, backoff_s)
+        status = "failed" if verdict == "failed" else "queued"
+        conn.execute(q("requeue_job"), {"id": job.id, "status": status, "run_after": run_after,
+                                        "error": error[:500], "now": now})
+        _event(conn, job.id, now, job.attempts, "failed", error=error[:200], final=status == "failed")
+        if status == "queued":
+            _event(conn, job.id, now, job.attempts, "retried", run_after=run_after)
+    return status
+
+
+def recover_interrupted(conn: Any, now: float, reason: str = REASON_RESTART,
+                        backoff_s: Sequence[float] = DEFAULT_BACKOFF_S,
+                        spare_owners: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Turn runs that lost their worker into `interrupted` (+ a job_event), to retry after backoff or fail.
+
+    reason "process restart": every `running` row (called at start, before any claim).
+    reason "lease expiry": only rows whose lease ran out, except those of `spare_owners` (our own live runs).
+    """
+    recovered = []
+    with transaction(conn):
+        query = q("running_jobs") if reason == REASON_RESTART else q("expired_jobs")
+        rows = conn.execute(query, {"now": now}).fetchall()
+        for row in rows:
+            if row["lease_owner"] in spare_owners:
+                continue
+            verdict, run_after = after_failure(row["attempts"], row["max_attempts"], now, backoff_s)
+            status = "failed" if verdict == "failed" else "interrupted"
+            error = f"attempt {row['attempts']} interrupted by {reason}"
+            if status == "failed":
+                error += f"; gave up after {row['attempts']} of {row['max_attempts']} attempts"
+            conn.execute(q("requeue_job"), {"id": row["id"], "status": status, "run_after": run_after,
+                                            "error": error, "now": now})
+            _event(conn, row["id"], now, row["attempts"], "interrupted", reason=reason, since=row["started_at"],
+                   owner=row["lease_owner"], lease_until=row["lease_until"])
+            if status == "failed":
+                _event(conn, row["id"], now, row["attempts"], "failed", error=error, final=True)
+            else:
+                _event(conn, row["id"], now, row["attempts"], "retried", run_after=run_after)
+            recovered.append({"job_id": row["id"], "kind": row["kind"], "attempt": row["attempts"],
+                              "since": row["started_at"], "status": status, "run_after": run_after})
+    return recovered
+
+
+def get_job(conn: Any, job_id: int) -> dict[str, Any] | None:
+    row = conn.execute(q("get_job"), {"id": job_id}).fetchone()
+    return job_dict(row) if row else None
+
+
+def list_jobs(conn: Any, limit: int = 50) -> list[dict[str, Any]]:
+    return [job_dict(row) for row in conn.execute(q("list_jobs"), {"limit": limit})]
+
+
+def job_events(conn: Any, job_id: int) -> list[dict[str, Any]]:
+    return [{**{k: r[k] for k in ("id", "job_id", "ts", "attempt", "event")}, "detail": json.loads(r["detail_json"])}
+            for r in conn.execute(q("job_events"), {"job_id": job_id})]
+
+
+def job_dict(row: Any) -> dict[str, Any]:
+    record = dict(row)
+    for name in ("payload", "scratch", "result"):
+        text = record.pop(f"{name}_json", None)
+        record[name] = json.loads(text) if text else None
+    return record
