@@ -1,0 +1,16 @@
+"""The API's routes, one module per resource; ROUTES is what daemon/api/http.py registers (and checks against the contract)."""
+
+from __future__ import annotations
+
+from daemon.api.routes import context, control, life, meta, persona, share, state, turns
+
+ROUTES = [
+    *turns.ROUTES,
+    *context.ROUTES,
+    *share.ROUTES,
+    *persona.ROUTES,
+    *state.ROUTES,
+    *life.ROUTES,
+    *control.ROUTES,
+    *meta.ROUTES,
+]

@@ -1,0 +1,60 @@
+"""GET /v1/life?since=&limit=: the life events she has told, oldest first (untold ones never appear here)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from aiohttp import web
+
+from daemon.api.http import ApiState
+from daemon.api.routes.common import iso
+from engine.errors import InputError
+from engine.memory.ingest import parse_ts
+from engine.store.life import life_events
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+
+
+def parse_since(text: str | None) -> float | None:
+    """ISO-8601 with offset, or Unix seconds."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return parse_ts(text, "since")
+    if not math.isfinite(value):
+        raise InputError(f"since must be ISO-8601 or Unix seconds, got {text!r}")
+    return value
+
+
+def parse_limit(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_LIMIT
+    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        raise InputError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {text!r}")
+    return int(text)
+
+
+def told_events(conn: Any, since: float | None, limit: int) -> list[dict[str, Any]]:
+    rows = life_events(conn, since=since, told_only=True)
+    out = []
+    for row in rows:
+        if not row.get("told"):
+            continue  # belt and braces: told_only is the contract, this is the guarantee
+        out.append({"id": row["id"], "ts": row["ts"], "ts_iso": iso(row["ts"]), "kind": row["kind"],
+                    "text": row["text"], "told_at": row.get("told_at"), "told_turn_id": row.get("told_turn_id")})
+        if len(out) >= limit:
+            break
+    return out
+
+
+async def get_life(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
+    since = parse_since(request.query.get("since"))
+    limit = parse_limit(request.query.get("limit"))
+    return {"events": await api.db(request, told_events, since, limit)}
+
+
+ROUTES = [("GET", "/v1/life", get_life)]

@@ -1,0 +1,80 @@
+"""GET /v1/state (her mood, energy, activity, switches, counts) and GET /v1/health (alive, last beat, lag, db)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from aiohttp import web
+
+from daemon.api.http import ApiState
+from daemon.api.routes.common import inner_view, iso, persona_of
+from engine import inner
+from engine.store.core import controls as read_controls
+from engine.store.migrate import db_schema_version
+from engine.store.queries import q
+
+HEALTH_DB_TIMEOUT_S = 2.0
+
+
+def read_state(conn: Any, settings: Any, persona: Any, now: float) -> dict[str, Any]:
+    snapshot = inner.inner_snapshot(conn, settings, persona, now)
+    counts = dict(conn.execute(q("api_counts")).fetchone())
+    return {"controls": read_controls(conn), "counts": {k: int(v) for k, v in counts.items()}, **inner_view(snapshot)}
+
+
+async def get_state(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
+    now = api.now()
+    ctx = api.ctx
+    out = await api.db(request, read_state, api.settings, persona_of(api), now)
+    return {
+        "now": now,
+        "now_iso": iso(now),
+        "name": (ctx.companion or {}).get("name", ""),
+        **out,
+        "daemon": {
+            "pid": os.getpid(),
+            "started_at": ctx.started_at,
+            "last_beat_at": ctx.last_beat_at,
+            "loop_lag_ms": round(ctx.loop_lag_ms, 2),
+            "heartbeat_s": api.settings.heartbeat.interval_s,
+        },
+    }
+
+
+def _db_check(conn: Any) -> int:
+    conn.execute(q("api_db_ok")).fetchone()
+    return db_schema_version(conn)
+
+
+async def get_health(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
+    ctx = api.ctx
+    now = api.now()
+    schema = None
+    try:
+        async with asyncio.timeout(HEALTH_DB_TIMEOUT_S):
+            schema = await api.db(request, _db_check)
+        db_ok = True
+    except Exception as exc:  # health reports, it does not fail
+        ctx.log.warning("api.health_db_failed", error=type(exc).__name__)
+        db_ok = False
+    last = ctx.last_beat_at or None
+    age = None if last is None else round(max(0.0, now - last), 3)
+    # Alive: the loop answers (we are here), the database answers, and the heartbeat is not stuck.
+    beating = age is None or age <= 3 * api.settings.heartbeat.interval_s + 5
+    out: dict[str, Any] = {
+        "alive": db_ok and beating,
+        "db_ok": db_ok,
+        "now": now,
+        "last_beat_at": last,
+        "last_beat_age_s": age,
+        "loop_lag_ms": round(ctx.loop_lag_ms, 2),
+        "pid": os.getpid(),
+    }
+    if schema is not None:
+        out["schema_version"] = schema
+    return out
+
+
+ROUTES = [("GET", "/v1/state", get_state), ("GET", "/v1/health", get_health)]

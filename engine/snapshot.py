@@ -1,0 +1,359 @@
+"""Export and restore the whole companion as one verified SQLite file with a manifest beside it.
+
+Export copies the live database with SQLite's online backup API (a consistent snapshot even while
+the daemon writes: the backup runs in one step inside one read transaction), switches the copy
+out of WAL so it is one self-contained file, verifies it (`PRAGMA integrity_check`, schema
+version, row count and content hash of every table) and writes `<file>.manifest.json` saying
+what is in it. Restore verifies the snapshot against its manifest first, refuses a schema newer
+than this code, a failed check or a hash mismatch, refuses to touch the file of a running daemon
+(it takes the daemon's own lock, `<db>.lock`, for the whole replacement), and keeps the replaced
+file (and its -wal/-shm) as `<target>.bak-<UTC timestamp>`.
+
+Content hash of a table: sha256 over its rows ordered by primary key (rowid when there is none),
+each value type-tagged (NULL, integer, float as hex, text, blob), so equal hashes mean equal rows.
+Virtual tables (FTS5, vec0) are not hashed themselves; their shadow tables are ordinary tables
+and are hashed like any other, which covers their contents consistently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import struct
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine.errors import InputError, LockedError, StoreError
+from engine.store.connect import connect, sqlite_module
+from engine.store.migrate import check_not_newer, code_schema_version, db_schema_version
+
+MANIFEST_FORMAT = 1
+MANIFEST_SUFFIX = ".manifest.json"
+
+
+def manifest_path(snapshot: Path) -> Path:
+    return snapshot.with_name(snapshot.name + MANIFEST_SUFFIX)
+
+
+def lock_path(db_path: Path) -> Path:
+    """The daemon's lock file (same rule as daemon/lock.py)."""
+    return db_path.with_name(db_path.name + ".lock")
+
+
+# ---------------------------------------------------------------- hashing
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def hashed_tables(conn: Any) -> list[str]:
+    """Every ordinary table (shadow tables of FTS5/vec0 included), virtual tables and sqlite_* excluded."""
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
+    return [r[0] for r in rows if not (r[1] or "").lstrip().upper().startswith("CREATE VIRTUAL TABLE")]
+
+
+def _order_by(conn: Any, table: str) -> str:
+    info = conn.execute(f"PRAGMA table_info({_quote(table)})").fetchall()
+    pk = sorted((r[5], r[1]) for r in info if r[5])
+    without_rowid = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = ?", (table,)
+    ).fetchone()[0].upper().replace(" ", "").endswith("WITHOUTROWID")
+    if pk:
+        return ", ".join(_quote(name) for _, name in pk)
+    if without_rowid:
+        return ", ".join(_quote(r[1]) for r in info)
+    return "rowid"
+
+
+def _feed(digest: Any, value: Any) -> None:
+    if value is None:
+        digest.update(b"N")
+    elif isinstance(value, int):
+        digest.update(b"i" + str(value).encode() + b";")
+    elif isinstance(value, float):
+        digest.update(b"f" + struct.pack(">d", value))
+    elif isinstance(value, str):
+        data = value.encode("utf-8")
+        digest.update(b"s" + str(len(data)).encode() + b":" + data)
+    else:
+        data = bytes(value)
+        digest.update(b"b" + str(len(data)).encode() + b":" + data)
+
+
+def table_digest(conn: Any, table: str) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    count = 0
+    cursor = conn.execute(f"SELECT * FROM {_quote(table)} ORDER BY {_order_by(conn, table)}")
+    for row in cursor:
+        count += 1
+        digest.update(b"R")
+        for value in tuple(row):
+            _feed(digest, value)
+    return {"rows": count, "sha256": digest.hexdigest()}
+
+
+def table_digests(conn: Any) -> dict[str, dict[str, Any]]:
+    return {table: table_digest(conn, table) for table in hashed_tables(conn)}
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def integrity(conn: Any) -> str:
+    rows = conn.execute("PRAGMA integrity_check").fetchall()
+    return "; ".join(str(r[0]) for r in rows)[:500]
+
+
+# ---------------------------------------------------------------- summary (what is in it)
+
+
+def _scalar(conn: Any, sql: str, default: Any = 0) -> Any:
+    try:
+        row = conn.execute(sql).fetchone()
+    except Exception:  # a table this schema version lacks
+        return default
+    return default if row is None or row[0] is None else row[0]
+
+
+def summary(conn: Any) -> dict[str, Any]:
+    """What the file holds, for people: her, her chart, chats, memories, facts, relations, life, mood."""
+    companion = conn.execute(
+        "SELECT name, birth_local, birth_tz, birth_place, chart_json FROM companion WHERE id = 1"
+    ).fetchone()
+    who = None
+    if companion is not None:
+        chart = json.loads(companion[4] or "{}")
+        who = {"name": companion[0], "birth_local": companion[1], "birth_tz": companion[2],
+               "birth_place": companion[3],
+               "chart": {"pillars": chart.get("pillars"), "day_master": chart.get("day_master"),
+                         "day_master_element": chart.get("day_master_element"), "elements": chart.get("elements")}}
+    mood_json = _scalar(conn, "SELECT state_json FROM mood_state WHERE id = 1", None)
+    activity = conn.execute("SELECT kind, label, started_at FROM activity WHERE status = 'current'").fetchone()
+    return {
+        "companion": who,
+        "chats": {"messages": _scalar(conn, "SELECT count(*) FROM chat_message"),
+                  "turns": _scalar(conn, "SELECT count(DISTINCT turn_id) FROM chat_message"),
+                  "last_ts": _scalar(conn, "SELECT max(ts) FROM chat_message", None)},
+        "memories": {"episodic": _scalar(conn, "SELECT count(*) FROM mem_episodic"),
+                     "unconsolidated": _scalar(conn, "SELECT count(*) FROM mem_episodic WHERE consolidated_at IS NULL")},
+        "facts": {"active": _scalar(conn, "SELECT count(*) FROM mem_semantic WHERE valid_to IS NULL"),
+                  "all": _scalar(conn, "SELECT count(*) FROM mem_semantic")},
+        "relations": {"active": _scalar(conn, "SELECT count(*) FROM mem_relational WHERE status = 'active'"),
+                      "all": _scalar(conn, "SELECT count(*) FROM mem_relational")},
+        # Counts only: her untold life is private even from this file's label.
+        "life": {"events": _scalar(conn, "SELECT count(*) FROM life_event"),
+                 "told": _scalar(conn, "SELECT count(*) FROM life_event WHERE told = 1"),
+                 "last_ts": _scalar(conn, "SELECT max(ts) FROM life_event", None),
+                 "current_activity": None if activity is None else {"kind": activity[0], "label": activity[1],
+                                                                     "since": activity[2]}},
+        "mood": json.loads(mood_json) if mood_json else None,
+    }
+
+
+# ---------------------------------------------------------------- verify
+
+
+def inspect(path: Path) -> dict[str, Any]:
+    """Integrity, schema version and digests of a snapshot file (opened read-only)."""
+    if not path.exists():
+        raise InputError(f"snapshot {path} does not exist")
+    conn = connect(path, readonly=True)
+    try:
+        return {"integrity": integrity(conn), "schema_version": db_schema_version_ro(conn),
+                "tables": table_digests(conn), "summary": summary(conn)}
+    finally:
+        conn.close()
+
+
+def db_schema_version_ro(conn: Any) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not row[0]:
+        return 0
+    return int(conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])
+
+
+def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Check a snapshot; raise StoreError naming the first problem. Returns what was inspected."""
+    if manifest is None:
+        mpath = manifest_path(path)
+        if not mpath.exists():
+            raise InputError(f"no manifest {mpath} beside {path}; a snapshot is the file plus its manifest "
+                             "(made by anima export)")
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    if manifest.get("format") != MANIFEST_FORMAT:
+        raise StoreError(f"manifest of {path} has format {manifest.get('format')!r}; this anima reads format "
+                         f"{MANIFEST_FORMAT}")
+    if manifest.get("file_sha256") and file_sha256(path) != manifest["file_sha256"]:
+        raise StoreError(f"snapshot {path} does not match its manifest (file hash differs): it was changed or "
+                         "damaged after export; use another snapshot")
+    seen = inspect(path)
+    if seen["integrity"] != "ok":
+        raise StoreError(f"snapshot {path} fails PRAGMA integrity_check: {seen['integrity'][:200]}")
+    if seen["schema_version"] > code_schema_version():
+        raise StoreError(f"snapshot {path} has schema version {seen['schema_version']}, newer than this anima "
+                         f"understands (up to {code_schema_version()}); upgrade anima first")
+    if seen["schema_version"] != manifest.get("schema_version"):
+        raise StoreError(f"snapshot {path} has schema version {seen['schema_version']} but its manifest says "
+                         f"{manifest.get('schema_version')}")
+    expected = manifest.get("tables", {})
+    for table in sorted(set(expected) | set(seen["tables"])):
+        want, got = expected.get(table), seen["tables"].get(table)
+        if want != got:
+            raise StoreError(f"snapshot {path}: table {table} does not match its manifest "
+                             f"(manifest {want and want['rows']} rows, file {got and got['rows']} rows); "
+                             "use another snapshot")
+    return seen
+
+
+# ---------------------------------------------------------------- export
+
+
+def export(source: Path, dest: Path, now: float, *, overwrite: bool = False) -> dict[str, Any]:
+    """Snapshot `source` (live or not) into `dest` + manifest; returns the manifest."""
+    source, dest = Path(source), Path(dest)
+    if not source.exists():
+        raise InputError(f"database {source} does not exist; nothing to export")
+    if dest.resolve() == source.resolve():
+        raise InputError(f"export target {dest} is the database itself; give another path")
+    if dest.exists() and not overwrite:
+        raise InputError(f"{dest} already exists; remove it or give another path")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    for leftover in (partial, Path(str(partial) + "-journal")):
+        leftover.unlink(missing_ok=True)
+    src = connect(source, readonly=True)
+    try:
+        out = sqlite_module().connect(str(partial), isolation_level=None)
+        try:
+            # pages=-1: the whole database in ONE step, i.e. one read transaction: a consistent
+            # snapshot even while the daemon commits (stepwise backups restart on every write).
+            src.backup(out, pages=-1)
+            out.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
+        finally:
+            out.close()
+    finally:
+        src.close()
+    with open(partial, "rb") as handle:
+        os.fsync(handle.fileno())
+    seen = inspect(partial)
+    if seen["integrity"] != "ok":
+        partial.unlink(missing_ok=True)
+        raise StoreError(f"exported copy of {source} fails integrity_check: {seen['integrity'][:200]}")
+    os.replace(partial, dest)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "kind": "anima-snapshot",
+        "exported_at": now,
+        "exported_at_iso": datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
+        "source": str(source),
+        "file": dest.name,
+        "file_bytes": dest.stat().st_size,
+        "file_sha256": file_sha256(dest),
+        "schema_version": seen["schema_version"],
+        "sqlite_version": sqlite_module().sqlite_version,
+        "integrity": seen["integrity"],
+        "contents": seen["summary"],
+        "tables": seen["tables"],
+    }
+    _write_json(manifest_path(dest), manifest)
+    return manifest
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- restore
+
+
+@contextlib.contextmanager
+def daemon_lock(db_path: Path) -> Iterator[None]:
+    """Hold the daemon's own exclusive lock: fails at once if a daemon runs, keeps one from starting meanwhile."""
+    path = lock_path(db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise LockedError(f"database {db_path} is in use by a running anima daemon (pid {holder}); stop it "
+                              "first (systemctl stop anima), then restore") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
+    """Verify `snapshot`, then make it the database at `target`; returns what was done."""
+    snapshot, target = Path(snapshot), Path(target)
+    if target.exists() and snapshot.resolve() == target.resolve():
+        raise InputError(f"restore source and target are the same file {target}")
+    seen = verify(snapshot)
+    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
+    backup: Path | None = None
+    with daemon_lock(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".restoring")
+        shutil.copyfile(snapshot, partial)
+        with open(partial, "rb") as handle:
+            os.fsync(handle.fileno())
+        if file_sha256(partial) != file_sha256(snapshot):
+            partial.unlink(missing_ok=True)
+            raise StoreError(f"copy of {snapshot} to {partial} differs from the snapshot; check the disk")
+        if target.exists():
+            backup = target.with_name(f"{target.name}.bak-{stamp}")
+            n = 1
+            while backup.exists():
+                n += 1
+                backup = target.with_name(f"{target.name}.bak-{stamp}-{n}")
+            os.replace(target, backup)
+        for suffix in ("-wal", "-shm", "-journal"):
+            side = Path(str(target) + suffix)
+            if side.exists():
+                if backup is not None:
+                    os.replace(side, Path(str(backup) + suffix))  # a stale WAL must never meet the new file
+                else:
+                    side.unlink()
+        os.replace(partial, target)
+        _fsync_dir(target.parent)
+    check = connect(target)
+    try:
+        check_not_newer(check)
+        after = table_digests(check)
+        version = db_schema_version(check)
+    finally:
+        check.close()
+    if after != seen["tables"]:
+        raise StoreError(f"restored {target} does not match the snapshot's tables; the previous file is {backup}")
+    return {"target": str(target), "backup": str(backup) if backup else None, "schema_version": version,
+            "tables": len(after), "contents": seen["summary"]}
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,58 @@
+-- Sharing channel and privacy projection: untold life events, share offers and their receipts.
+
+-- name: untold_fingerprint
+-- Changes whenever the set of untold events changes (insert, or told=1); indexed by life_event_told.
+SELECT count(*), total(id), max(id) FROM life_event WHERE told = 0
+
+-- name: untold_texts
+SELECT id, text FROM life_event WHERE told = 0
+
+-- name: life_text_in_chat
+-- Was (the leading part of) this life event's text already said in a chat message?
+SELECT EXISTS (
+    SELECT 1 FROM life_event l, chat_message m
+    WHERE l.id = :id AND instr(m.text, substr(trim(l.text), 1, :prefix_chars)) > 0
+)
+
+-- name: share_candidates
+SELECT l.id AS life_event_id, l.ts, l.text, count(o.id) AS offers, max(o.offered_at) AS last_offered_at
+FROM life_event l
+LEFT JOIN share_offer o ON o.life_event_id = l.id
+WHERE l.told = 0 AND l.ts >= :since AND l.ts <= :now
+GROUP BY l.id
+ORDER BY l.ts DESC
+LIMIT :limit
+
+-- name: last_offer_at
+SELECT max(offered_at) FROM share_offer
+
+-- name: open_offer_for_turn
+SELECT o.id, o.life_event_id, o.offered_at, o.expires_at, l.ts, l.text
+FROM share_offer o JOIN life_event l ON l.id = o.life_event_id
+WHERE o.turn_id = :turn_id AND o.status = 'offered' AND o.expires_at > :now AND l.told = 0
+ORDER BY o.offered_at DESC
+LIMIT 1
+
+-- name: insert_offer
+INSERT INTO share_offer (id, life_event_id, turn_id, offered_at, expires_at, status)
+VALUES (:id, :life_event_id, :turn_id, :now, :expires_at, 'offered')
+
+-- name: get_offer
+SELECT o.id, o.life_event_id, o.turn_id, o.offered_at, o.expires_at, o.status, o.receipt_turn_id, o.received_at,
+       l.told, l.told_at, l.text
+FROM share_offer o JOIN life_event l ON l.id = o.life_event_id
+WHERE o.id = :id
+
+-- name: receive_offer
+UPDATE share_offer SET status = 'received', receipt_turn_id = :turn_id, received_at = :now WHERE id = :id
+
+-- name: close_other_offers
+-- The event is told: its other open offers can no longer be receipted.
+UPDATE share_offer SET status = 'expired'
+WHERE life_event_id = :life_event_id AND id != :id AND status = 'offered'
+
+-- name: expire_offers
+UPDATE share_offer SET status = 'expired' WHERE status = 'offered' AND expires_at <= :now
+
+-- name: memory_for_life_event
+SELECT id FROM mem_episodic WHERE life_event_id = :life_event_id

@@ -1,0 +1,201 @@
+"""Helpers for the API tests: an in-process daemon context with the real 'api' component on a Unix socket.
+
+`ApiHarness` migrates a temp database, creates her (engine.companion), opens the AsyncStore,
+starts daemon.api.server's component on a short socket path under /tmp (Unix socket paths are
+limited to 107 bytes), and gives a client session over aiohttp.UnixConnector. Time is a FakeClock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+
+from daemon.clock import FakeClock
+from daemon.component import DaemonContext
+from daemon.db import AsyncStore
+from engine.companion import create_companion
+from engine.settings import ApiSettings, Settings
+from engine.store import connect, migrate
+from engine.store.core import controls, get_companion
+
+T0 = 1_780_000_000.0  # 2026-05-28, her clock in these tests
+_TOKEN = re.compile(r"[\u4e00-\u9fff]|[a-z0-9]+")
+
+
+class HashEmbedder:
+    """A fast deterministic stand-in for e5: hashed CJK characters, bigrams and ASCII words, L2-normalised."""
+
+    name = "test-hash-384"
+    dim = 384
+
+    def _one(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.dim, dtype=np.float32)
+        tokens = _TOKEN.findall(text.lower())
+        grams = tokens + [a + b for a, b in zip(tokens, tokens[1:], strict=False)]
+        for gram in grams or ["∅"]:
+            h = int.from_bytes(hashlib.blake2b(gram.encode(), digest_size=8).digest(), "little")
+            vec[h % self.dim] += 1.0 if (h >> 20) & 1 else -1.0
+        norm = float(np.linalg.norm(vec)) or 1.0
+        return vec / norm
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_queries(texts)
+
+
+class RecordingLog:
+    """A structlog-like logger that keeps every event (to check that no text reaches a log line)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, dict[str, Any]]] = []
+
+    def _log(self, level: str, event: str, **kw: Any) -> None:
+        self.events.append((level, event, kw))
+
+    def debug(self, event: str, **kw: Any) -> None:
+        self._log("debug", event, **kw)
+
+    def info(self, event: str, **kw: Any) -> None:
+        self._log("info", event, **kw)
+
+    def warning(self, event: str, **kw: Any) -> None:
+        self._log("warning", event, **kw)
+
+    def error(self, event: str, **kw: Any) -> None:
+        self._log("error", event, **kw)
+
+    def text(self) -> str:
+        return json.dumps(self.events, ensure_ascii=False, default=str)
+
+    def named(self, event: str) -> list[dict[str, Any]]:
+        return [kw for _, name, kw in self.events if name == event]
+
+
+def make_database(path: Path, now: float = T0) -> None:
+    conn = connect(path)
+    try:
+        migrate(conn, now)
+        create_companion(conn, name="小安", birth_local="1998-04-12 09:30", tz="Asia/Shanghai", place="杭州",
+                         sect=2, now=now)
+    finally:
+        conn.close()
+
+
+class ApiHarness:
+    def __init__(self, root: Path | None = None, *, api: ApiSettings | None = None, embedder: Any = None,
+                 start: float = T0):
+        self.root = root or Path(tempfile.mkdtemp(prefix="anima-api-"))
+        self.db_path = self.root / "anima.db"
+        self.sock_dir = Path(tempfile.mkdtemp(prefix="as-", dir="/tmp"))
+        api = api or ApiSettings()
+        if not api.socket_path:
+            api = dataclasses.replace(api, socket_path=str(self.sock_dir / "a.sock"))
+        self.settings = dataclasses.replace(Settings(), api=api)
+        self.clock = FakeClock(start)
+        self.embedder = embedder or HashEmbedder()
+        self.log = RecordingLog()
+        self.component: Any = None
+        self.session: aiohttp.ClientSession | None = None
+        self.ctx: DaemonContext | None = None
+
+    @property
+    def socket_path(self) -> str:
+        return self.settings.api.socket_path
+
+    async def start(self) -> ApiHarness:
+        from daemon.api.server import build
+
+        if not self.db_path.exists():
+            make_database(self.db_path, self.clock.now())
+        store = await AsyncStore(self.db_path).open()
+        companion = await store.call(get_companion)
+        self.ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
+                                 log=self.log, companion=companion, started_at=self.clock.now(),
+                                 last_beat_at=self.clock.now())
+        self.ctx.controls = await store.call(controls)
+        self.ctx.services["embedder"] = self.embedder
+        self.component = build(self.ctx)
+        await self.component.start(self.ctx)
+        self.session = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.socket_path))
+        return self
+
+    async def stop(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+        if self.component is not None and self.ctx is not None:
+            await self.component.stop(self.ctx)
+        if self.ctx is not None:
+            await self.ctx.store.close()
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
+
+    async def call(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None,
+                   headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        assert self.session is not None
+        data = raw if raw is not None else (None if body is None else json.dumps(body, ensure_ascii=False).encode())
+        async with self.session.request(method, "http://anima" + path, data=data, headers=headers) as resp:
+            text = await resp.read()
+            try:
+                return resp.status, json.loads(text)
+            except ValueError:
+                return resp.status, text.decode(errors="replace")
+
+    async def db(self, fn: Any, *args: Any) -> Any:
+        assert self.ctx is not None
+        return await self.ctx.store.call(fn, *args)
+
+    async def beat(self, seconds: float) -> None:
+        """Advance her clock and run the component's heartbeat step (the lead's loop does this in the daemon)."""
+        assert self.ctx is not None
+        now = self.clock.advance(seconds)
+        await self.component.beat(self.ctx, now, seconds)
+        self.ctx.last_beat_at = now
+
+
+def turn(turn_id: str, user: str, companion: str, ts: str = "2026-05-28T20:00:00+08:00", **extra: Any) -> dict[str, Any]:
+    return {"turn_id": turn_id, "user": user, "companion": companion, "ts": ts, **extra}
+
+
+class SocketClient:
+    """Talk to a real daemon over its Unix socket; keeps every response for privacy checks."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.session: aiohttp.ClientSession | None = None
+        self.seen: list[tuple[str, int, Any]] = []
+
+    async def __aenter__(self) -> SocketClient:
+        self.session = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.path))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.session is not None
+        await self.session.close()
+
+    async def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        assert self.session is not None
+        data = None if body is None else json.dumps(body, ensure_ascii=False).encode()
+        async with self.session.request(method, "http://anima" + path, data=data) as resp:
+            payload = await resp.json(content_type=None)
+            self.seen.append((path, resp.status, payload))
+            return resp.status, payload
+
+    def outside_offers(self) -> str:
+        """Every response seen, serialised, with the one allowed field (offer.text of /v1/share) blanked."""
+        parts = []
+        for path, _, body in self.seen:
+            if path == "/v1/share" and isinstance(body, dict) and isinstance(body.get("offer"), dict):
+                body = {**body, "offer": {**body["offer"], "text": ""}}
+            parts.append(json.dumps(body, ensure_ascii=False))
+        return "\n".join(parts)
