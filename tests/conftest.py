@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# One OpenMP thread per embedder: with several processes on 2 cores, OpenMP spinning makes each
+# embedding 10-50x slower (measured while writing the consolidation tests).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 EVALDATA = SHARED / "evaldata"
