@@ -143,4 +143,5 @@ def test_mood_sparkline_and_plot(lived_db, tmp_path: Path, capsys) -> None:
     assert "energy" in out and any(ch in out for ch in "▁▂▃▄▅▆▇█")
     png = tmp_path / "mood.png"
     assert main(["--db", str(db), "mood", "--plot", str(png), "--days", "1"]) == 0
+    pytest.importorskip("matplotlib")  # without the [plot] extra the command falls back to the sparkline
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
