@@ -1,21 +1,35 @@
-"""API latency under load: p50/p95 of POST /v1/context and POST /v1/turns, 20 concurrent clients, 10k memories; JSON out.
+"""API latency under load, two load shapes side by side: p50/p95 per endpoint, throughput, daemon RSS and CPU%; JSON out.
 
 Builds (or reuses, --db) a companion with N memories (N/2 turns of generated Chinese chat, embedded
-with the configured model in batches), starts the real daemon (`python -m daemon run`) on it, and
-runs C clients over the Unix socket for D seconds. Each client alternates context -> turn in a closed
-loop (no think time unless --think-ms), the way a chat server calls anima once before and once after
-each reply. Prints one JSON object: per endpoint count, p50/p95/p99/max in ms, throughput, errors.
+with the configured model in batches). For each shape it starts the real daemon (`python -m daemon
+run`) on a fresh copy of that database and runs C clients over the Unix socket for D seconds:
 
-Usage: python bench/api.py [--duration 30] [--clients 20] [--memories 10000] [--db PATH] [--think-ms 0]
+- closed: each client alternates context -> turns back to back, no think time (the saturation case:
+  how much the daemon can take, and what latency costs at that rate);
+- paced: each client is a chat user: context -> share -> turns, then a think time (uniform 0.5-1.5 x
+  --think-s, default 2 s) before its next message (what 20 people chatting at once look like).
+
+Turns are acknowledged before their vectors exist (the memory part's indexer embeds them in the
+background); after the load each shape also reports the backlog and how fast the indexer drains
+it (`vectors`: GET /v1/health's vectors_pending, polled for at most --drain-wait-s). Targets: context p95 <= 80 ms,
+turns p95 <= 50 ms.
+
+--inline-embedding also runs every shape with the turns route embedding inside the request (the
+behaviour before vectors were deferred), as `<shape>_inline`, for a before/after in one run.
+
+Usage: python bench/api.py [--seconds 30] [--clients 20] [--memories 10000] [--db PATH] [--think-s 2]
+       [--shapes closed,paced] [--inline-embedding]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -112,23 +126,71 @@ async def set_controls(sock: str, assignments: list[str]) -> None:
                     raise SystemExit(f"--set {item}: {r.status} {await r.text()}")
 
 
-async def load(sock: str, clients: int, duration: float, think_ms: float) -> dict[str, Any]:
-    latencies: dict[str, list[float]] = {"context": [], "turns": []}
-    errors = {"context": 0, "turns": 0}
+class DaemonMeter:
+    """CPU% and RSS of the daemon process from /proc, sampled over the load window."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.ticks = os.sysconf("SC_CLK_TCK")
+        self.rss_mb: list[float] = []
+        self.cpu_start = 0.0
+        self.wall_start = 0.0
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / self.ticks  # utime + stime
+
+    def rss(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def start(self) -> None:
+        self.cpu_start, self.wall_start = self.cpu_s(), time.monotonic()
+
+    async def sample(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            self.rss_mb.append(self.rss())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+
+    def result(self) -> dict[str, Any]:
+        wall = time.monotonic() - self.wall_start
+        return {"cpu_percent": round(100 * (self.cpu_s() - self.cpu_start) / wall, 1),
+                "rss_mb_max": round(max(self.rss_mb), 1) if self.rss_mb else None,
+                "rss_mb_end": round(self.rss(), 1)}
+
+
+async def vectors_pending(session: aiohttp.ClientSession) -> int:
+    async with session.get("http://anima/v1/health") as r:
+        return int((await r.json()).get("vectors_pending", 0))
+
+
+async def load(sock: str, clients: int, duration: float, shape: str, think_s: float,
+               meter: DaemonMeter | None = None, drain_wait_s: float = 30.0) -> dict[str, Any]:
+    endpoints = ("context", "share", "turns") if shape == "paced" else ("context", "turns")
+    latencies: dict[str, list[float]] = {name: [] for name in endpoints}
+    errors = dict.fromkeys(endpoints, 0)
     samples: dict[str, str] = {}
-    connector = aiohttp.UnixConnector(path=sock, limit=clients)
+    connector = aiohttp.UnixConnector(path=sock, limit=clients + 1)
     async with aiohttp.ClientSession(connector=connector) as session:
         deadline = time.monotonic() + duration
-
         run = os.urandom(3).hex()  # fresh turn ids every run: replays would be cheap no-ops
 
         async def client(n: int) -> None:
             rng = random.Random(1000 + n)
             i = 0
+            if shape == "paced":
+                await asyncio.sleep(rng.uniform(0, think_s))  # users do not all press enter at once
             while time.monotonic() < deadline:
-                for endpoint in ("context", "turns"):
+                query = rng.choice(QUERIES) + rng.choice(TAILS)
+                for endpoint in endpoints:
+                    body: dict[str, Any]
                     if endpoint == "context":
-                        body: dict[str, Any] = {"query": rng.choice(QUERIES) + rng.choice(TAILS), "turn_id": f"b{run}-{n}-{i}"}
+                        body = {"query": query, "turn_id": f"b{run}-{n}-{i}"}
+                    elif endpoint == "share":
+                        body = {"turn_id": f"b{run}-{n}-{i}", "query": query}
                     else:
                         body = {"turn_id": f"b{run}-{n}-{i}", "user": sentence(rng), "companion": rng.choice(REPLIES),
                                 "ts": datetime.now(CST).isoformat(timespec="seconds")}
@@ -143,28 +205,94 @@ async def load(sock: str, clients: int, duration: float, think_ms: float) -> dic
                         latencies[endpoint].append(elapsed)
                     else:
                         errors[endpoint] += 1
-                    if think_ms:
-                        await asyncio.sleep(rng.uniform(0.5, 1.5) * think_ms / 1000)
+                if shape == "paced":
+                    await asyncio.sleep(rng.uniform(0.5, 1.5) * think_s)
                 i += 1
 
+        stop = asyncio.Event()
+        sampler = None
+        if meter is not None:
+            meter.start()
+            sampler = asyncio.create_task(meter.sample(stop))
         began = time.monotonic()
         await asyncio.gather(*(client(n) for n in range(clients)))
         took = time.monotonic() - began
-    out: dict[str, Any] = {name: summary(values, took, errors[name]) for name, values in latencies.items()}
+        stop.set()
+        out: dict[str, Any] = {name: summary(values, took, errors[name]) for name, values in latencies.items()}
+        out["turns_per_s"] = out["turns"]["rps"]
+        if meter is not None and sampler is not None:
+            await sampler
+            out["daemon"] = meter.result()
+            pending = left = await vectors_pending(session)
+            drain_started = time.monotonic()
+            while left > 0 and time.monotonic() - drain_started < drain_wait_s:
+                await asyncio.sleep(0.2)
+                left = await vectors_pending(session)
+            waited = time.monotonic() - drain_started
+            out["vectors"] = {"pending_at_end": pending, "pending_after_wait": left, "waited_s": round(waited, 1),
+                              "indexed_per_s_after_load": round((pending - left) / waited, 1) if waited > 0.5 else None}
     if samples:
         out["error_samples"] = samples
     return out
 
 
+# The daemon with its vector indexer hidden from the API: POST /v1/turns then embeds inline (the old path).
+INLINE_LAUNCH = """
+import sys
+import daemon.memory_component as memory
+started = memory.MemoryComponent.start
+async def start(self, ctx):
+    await started(self, ctx)
+    ctx.services.pop("vector_indexer", None)
+memory.MemoryComponent.start = start
+from daemon.cli import main
+sys.exit(main())
+"""
+
+
+def run_shape(shape: str, base_db: Path, work: Path, args: argparse.Namespace, inline: bool = False) -> dict[str, Any]:
+    """A fresh copy of the base database, a fresh daemon, warm-up, then the load."""
+    folder = work / (shape + ("_inline" if inline else ""))
+    folder.mkdir()
+    db = folder / "anima.db"
+    shutil.copyfile(base_db, db)
+    sock = str(folder / "a.sock")
+    config = folder / "config.toml"
+    config.write_text(f"[log]\nlevel = \"warning\"\n[api]\nsocket_path = \"{sock}\"\n", encoding="utf-8")
+    log = open(folder / "daemon.log", "w")  # noqa: SIM115 - closed below
+    launch = ["-c", INLINE_LAUNCH] if inline else ["-m", "daemon"]
+    daemon = subprocess.Popen([sys.executable, *launch, "--config", str(config), "--db", str(db), "run"],
+                              stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ})
+    try:
+        asyncio.run(wait_for_socket(sock, 120))
+        asyncio.run(set_controls(sock, args.set))
+        asyncio.run(load(sock, 2, 2.0, "closed", 0))  # warm-up: model, page cache
+        results = asyncio.run(load(sock, args.clients, args.seconds, shape, args.think_s, DaemonMeter(daemon.pid),
+                                   args.drain_wait_s))
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        code = daemon.wait(timeout=60)
+        log.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)  # a copy of the base database, tens of MB
+    return {**results, "daemon_exit": code}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=30.0, help="seconds of load (default 30)")
+    parser.add_argument("--seconds", "--duration", dest="seconds", type=float, default=30.0,
+                        help="seconds of load per shape (default 30)")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--memories", type=int, default=10000)
-    parser.add_argument("--db", help="reuse (or build once into) this database file")
-    parser.add_argument("--think-ms", type=float, default=0.0, help="mean pause of each client between calls")
+    parser.add_argument("--db", help="reuse (or build once into) this database file; each shape runs on a copy")
+    parser.add_argument("--think-s", type=float, default=2.0, help="paced shape: mean think time between replies")
+    parser.add_argument("--shapes", default="closed,paced", help="comma-separated: closed, paced")
+    parser.add_argument("--drain-wait-s", type=float, default=30.0,
+                        help="after the load, wait at most this long for the indexer to reach vectors_pending 0")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=on|off",
                         help="set a life_control switch before the load (e.g. memory_facts=off)")
+    parser.add_argument("--inline-embedding", action="store_true",
+                        help="also run each shape embedding turns inside the request (the old path), as <shape>_inline")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="anima-bench-"))
@@ -175,33 +303,20 @@ def main() -> int:
         began = time.time()
         build_db(db, args.memories)
         built_s = time.time() - began
-    config = work / "config.toml"
-    config.write_text("[log]\nlevel = \"warning\"\n", encoding="utf-8")
-    sock = str(work / "a.sock")
-    config.write_text(f"[log]\nlevel = \"warning\"\n[api]\nsocket_path = \"{sock}\"\n", encoding="utf-8")
-    log = open(work / "daemon.log", "w")  # noqa: SIM115 - closed below
-    daemon = subprocess.Popen([sys.executable, "-m", "daemon", "--config", str(config), "--db", str(db), "run"],
-                              stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ})
-    try:
-        asyncio.run(wait_for_socket(sock, 120))
-        asyncio.run(set_controls(sock, args.set))
-        asyncio.run(load(sock, 2, 2.0, 0))  # warm-up: model, page cache
-        results = asyncio.run(load(sock, args.clients, args.duration, args.think_ms))
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        code = daemon.wait(timeout=30)
-        log.close()
     from engine.store import connect
 
     conn = connect(db, readonly=True)
     memories = conn.execute("SELECT count(*) FROM mem_episodic").fetchone()[0]
     conn.close()
-    out = {
-        "clients": args.clients, "duration_s": args.duration, "think_ms": args.think_ms, "set": args.set,
-        "memories_at_end": memories, "cpus": os.cpu_count(), "build_s": round(built_s, 1),
-        "daemon_exit": code, **results,
-        "targets": {"context_p95_ms": 80, "turns_p95_ms": 50},
-    }
+    out: dict[str, Any] = {"clients": args.clients, "seconds": args.seconds, "think_s": args.think_s, "set": args.set,
+                           "memories_at_start": memories, "cpus": os.cpu_count(), "build_s": round(built_s, 1)}
+    for shape in [s.strip() for s in args.shapes.split(",") if s.strip()]:
+        if shape not in ("closed", "paced"):
+            raise SystemExit(f"--shapes: unknown shape {shape!r} (expected closed, paced)")
+        out[shape] = run_shape(shape, db, work, args)
+        if args.inline_embedding:
+            out[f"{shape}_inline"] = run_shape(shape, db, work, args, inline=True)
+    out["targets"] = {"context_p95_ms": 80, "turns_p95_ms": 50}
     print(json.dumps(out, ensure_ascii=False))
     return 0
 

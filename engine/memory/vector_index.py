@@ -6,10 +6,16 @@ neighbours was 0.23 at 8x rescoring); one BLAS matrix-vector product over the sa
 ~5 ms and is exact. The price is RAM: 1.5 KB per memory (150 MB at 100k). The matrix is built once
 per process from mem_embedding, extended with rows added since, and rebuilt when the embedding
 model record changes (anima reembed).
+
+Vectors may arrive out of id order (engine/memory/indexer.py fills memories written with
+embed=False, possibly after a newer memory got its vector synchronously), so extending by "ids
+above the last max" alone would miss them for the life of the process: the index also remembers
+which ids up to its max had no vector yet and picks their vectors up once they exist.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +33,7 @@ class _Index:
     max_id: int
     ids: np.ndarray  # int64 memory ids
     matrix: np.ndarray  # float32 [n, dim], rows L2-normalised
+    missing: set[int]  # memory ids <= max_id that had no vector when last looked at
 
 
 _CACHE: dict[str, _Index] = {}
@@ -51,6 +58,28 @@ def _rows(conn: Any, after_id: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ids, dtype=np.int64), matrix
 
 
+def _missing(conn: Any, after: int, upto: int) -> set[int]:
+    return {int(row["id"]) for row in conn.execute(q("mem_pending_ids_between"), {"after": after, "upto": upto})}
+
+
+def _late_rows(conn: Any, missing: set[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors that appeared since for ids that were missing (the indexer filled them)."""
+    ids: list[int] = []
+    blobs: list[bytes] = []
+    for row in conn.execute(q("mem_vectors_of"), {"ids": json.dumps(sorted(missing))}):
+        ids.append(row["id"])
+        blobs.append(row["embedding"])
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    return np.array(ids, dtype=np.int64), np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+
+
+def _append(index: _Index, ids: np.ndarray, matrix: np.ndarray) -> None:
+    if len(ids):
+        index.ids = np.concatenate([index.ids, ids])
+        index.matrix = np.vstack([index.matrix, matrix]) if index.matrix.size else matrix
+
+
 def forget(conn: Any) -> None:
     """Drop this database's cached index (after anima reembed in this process)."""
     with _LOCK:
@@ -67,13 +96,17 @@ def nearest(conn: Any, query_vec: np.ndarray, n: int) -> dict[int, float]:
         index = _CACHE.get(key)
         if index is None or index.stamp != stamp or max_id < index.max_id:
             ids, matrix = _rows(conn, 0)
-            index = _CACHE[key] = _Index(stamp, max_id, ids, matrix)
-        elif max_id > index.max_id:
-            ids, matrix = _rows(conn, index.max_id)
-            if len(ids):
-                index.ids = np.concatenate([index.ids, ids])
-                index.matrix = np.vstack([index.matrix, matrix]) if index.matrix.size else matrix
-            index.max_id = max_id
+            index = _CACHE[key] = _Index(stamp, max_id, ids, matrix, _missing(conn, 0, max_id))
+        else:
+            if index.missing:
+                late_ids, late = _late_rows(conn, index.missing)
+                _append(index, late_ids, late)
+                index.missing.difference_update(int(i) for i in late_ids)
+            if max_id > index.max_id:
+                new_ids, new = _rows(conn, index.max_id)
+                _append(index, new_ids, new)
+                index.missing |= _missing(conn, index.max_id, max_id)
+                index.max_id = max_id
         ids, matrix = index.ids, index.matrix
     if len(ids) == 0:
         return {}

@@ -1,4 +1,4 @@
-"""GET /v1/state (her mood, energy, activity, switches, counts) and GET /v1/health (alive, last beat, lag, db)."""
+"""GET /v1/state (her mood, energy, activity, switches, counts) and GET /v1/health (alive, last beat, lag, db, vectors pending)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from aiohttp import web
 from daemon.api.http import ApiState
 from daemon.api.routes.common import inner_view, iso, persona_of
 from engine import inner
+from engine.memory.indexer import count_pending
 from engine.store.core import controls as read_controls
 from engine.store.migrate import db_schema_version
 from engine.store.queries import q
@@ -43,18 +44,20 @@ async def get_state(request: web.Request, api: ApiState, body: None) -> dict[str
     }
 
 
-def _db_check(conn: Any) -> int:
+def _db_check(conn: Any, indexer: Any) -> tuple[int, int]:
+    """(schema version, memories waiting for a vector): above the indexer's watermark, or all without one."""
     conn.execute(q("api_db_ok")).fetchone()
-    return db_schema_version(conn)
+    pending = indexer.pending(conn) if indexer is not None else count_pending(conn)
+    return db_schema_version(conn), pending
 
 
 async def get_health(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
     ctx = api.ctx
     now = api.now()
-    schema = None
+    schema = pending = None
     try:
         async with asyncio.timeout(HEALTH_DB_TIMEOUT_S):
-            schema = await api.db(request, _db_check)
+            schema, pending = await api.db(request, _db_check, ctx.services.get("vector_indexer"))
         db_ok = True
     except Exception as exc:  # health reports, it does not fail
         ctx.log.warning("api.health_db_failed", error=type(exc).__name__)
@@ -74,6 +77,7 @@ async def get_health(request: web.Request, api: ApiState, body: None) -> dict[st
     }
     if schema is not None:
         out["schema_version"] = schema
+        out["vectors_pending"] = pending
     return out
 
 

@@ -1,4 +1,9 @@
-"""POST /v1/turns: record what was said (idempotent by turn_id); her mood responds and her activity is interrupted."""
+"""POST /v1/turns: record what was said (idempotent by turn_id); her mood responds and her activity is interrupted.
+
+The acknowledged write is the chat text (messages, memories, FTS); vectors are left to the memory
+part's indexer, woken after the write (engine/memory/ingest.py says why). Without a running indexer
+(no ctx.services["vector_indexer"]) the turn is embedded inline so no vector is ever stranded.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ from engine.store.core import controls as read_controls
 from engine.store.queries import q
 
 
-def record(conn: Any, settings: Any, persona: Any, embedder: Any, turn: TurnInput, now: float) -> dict[str, Any]:
+def record(conn: Any, settings: Any, persona: Any, embedder: Any, turn: TurnInput, now: float,
+           embed: bool = True) -> dict[str, Any]:
     """One transaction: messages, memories, and (for text not seen before) appraisal and interruption."""
     switches = read_controls(conn)
     seen = {row["role"]: row["text"] for row in conn.execute(q("api_turn_roles"), {"turn_id": turn.turn_id})}
@@ -33,7 +39,7 @@ def record(conn: Any, settings: Any, persona: Any, embedder: Any, turn: TurnInpu
             effects["interrupted"] = True
 
     result = record_turn(conn, embedder, turn, now, origin="api", max_text_chars=settings.memory.max_text_chars,
-                         on_recorded=on_recorded)
+                         on_recorded=on_recorded, embed=embed)
     mood = effects.get("mood")
     if mood is None:
         mood = inner.inner_snapshot(conn, settings, persona, now)["mood"]
@@ -53,9 +59,15 @@ async def post_turn(request: web.Request, api: ApiState, body: dict[str, Any]) -
     now = api.now()
     base = api.embedder()
     texts = [t for t in (turn.user, turn.companion) if t and t.strip() and "\x00" not in t]
-    vectors = await api.off_loop(base.embed_passages, texts) if texts else []
-    embedder = PrecomputedEmbedder(base, passages=dict(zip(texts, vectors, strict=True)))
-    out = await api.db(request, record, api.settings, persona_of(api), embedder, turn, now)
+    indexer = api.ctx.services.get("vector_indexer")
+    if indexer is not None:
+        out = await api.db(request, record, api.settings, persona_of(api), base, turn, now, False)
+        if out["created"]:
+            indexer.wake()
+    else:
+        vectors = await api.off_loop(base.embed_passages, texts) if texts else []
+        embedder = PrecomputedEmbedder(base, passages=dict(zip(texts, vectors, strict=True)))
+        out = await api.db(request, record, api.settings, persona_of(api), embedder, turn, now)
     if out["created"]:
         api.ctx.log.info("api.turn_recorded", turn_id=turn.turn_id, memories=len(out["memory_ids"]),
                          chars=sum(len(t) for t in texts), interrupted=out["interrupted"])

@@ -118,3 +118,24 @@ DROP TABLE IF EXISTS mem_vec
 -- name: mem_create_mem_vec
 -- {dim} is filled with the model's integer dimension by engine.memory.reembed (the one formatted query).
 CREATE VIRTUAL TABLE mem_vec USING vec0(embedding float[{dim}] distance_metric=cosine)
+
+-- name: mem_pending_vectors
+-- Memories with no vector yet (written with embed=False), oldest first; engine/memory/indexer.py embeds them.
+SELECT e.id, e.raw FROM mem_episodic e
+WHERE e.id > :after AND NOT EXISTS (SELECT 1 FROM mem_embedding v WHERE v.id = e.id)
+ORDER BY e.id LIMIT :limit
+
+-- name: mem_count_pending_vectors
+SELECT count(*) FROM mem_episodic e
+WHERE e.id > :after AND NOT EXISTS (SELECT 1 FROM mem_embedding v WHERE v.id = e.id)
+
+-- name: mem_pending_ids_between
+SELECT e.id FROM mem_episodic e
+WHERE e.id > :after AND e.id <= :upto AND NOT EXISTS (SELECT 1 FROM mem_embedding v WHERE v.id = e.id)
+
+-- name: mem_has_vector
+SELECT EXISTS (SELECT 1 FROM mem_embedding WHERE id = :id) AS has_vector,
+       EXISTS (SELECT 1 FROM mem_episodic WHERE id = :id) AS has_memory
+
+-- name: mem_delete_vec
+DELETE FROM mem_vec WHERE rowid = :id
