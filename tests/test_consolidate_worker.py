@@ -162,3 +162,12 @@ async def test_a_failing_job_is_retried_with_backoff_and_logged(db: Path, monkey
     assert row["status"] == "queued" and row["run_after"] == T0 + 3600 and "disk on fire" in row["error"]
     assert "job.failed" in ctx.log.names()
     await ctx.store.close()
+
+
+def test_backlog_waits_while_she_is_chatting() -> None:
+    chatting = {"kind": "chat", "started_at": T0 - 60}
+    assert should_schedule(now=T0, tz="UTC", cron_hour=3, last_done=None, activity=chatting, backlog=500,
+                           min_new_episodes=50) is None
+    reading = {"kind": "read", "started_at": T0 - 60}
+    assert should_schedule(now=T0, tz="UTC", cron_hour=3, last_done=None, activity=reading, backlog=500,
+                           min_new_episodes=50) == "backlog"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -62,10 +63,12 @@ class Plan:
     operator: str  # "rules" or "model"
 
 
+@lru_cache(maxsize=65536)  # a pass compares every candidate with every active fact: normalise each text once
 def numbers(text: str) -> tuple[str, ...]:
     return tuple(sorted(_NUMBER.findall(unicodedata.normalize("NFKC", text))))
 
 
+@lru_cache(maxsize=65536)
 def content(text: str) -> str:
     squashed = _NOT_CONTENT.sub("", unicodedata.normalize("NFKC", text).lower())
     return _FILLER.sub("", squashed)
