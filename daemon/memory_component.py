@@ -21,10 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from daemon.component import DaemonContext
+from daemon.priority import gate_of
 from engine.memory.embed import make_embedder
 from engine.memory.indexer import Drain, write_vectors
 
-BATCH = 32  # ~1.5 s of e5-small on one core for 32 chat lines: a stop waits at most that long
+BATCH = 8  # ~0.3 s of e5-small on one core: a reply arriving mid-batch waits at most that long for the CPU
+MAX_YIELD_S = 2.0  # under sustained chat load the indexer still runs at least every 2 s
 INDEXER_NICE = 10
 
 
@@ -73,7 +75,9 @@ class VectorIndexer:
         """Index batches until nothing is pending (or the daemon stops); the count written."""
         total = 0
         loop = asyncio.get_running_loop()
+        gate = gate_of(self.ctx.services)
         while not self.stopping:
+            await gate.wait_idle(MAX_YIELD_S)
             rows, high = await self.ctx.store.call(self.drain.take, self.batch)
             if not rows:
                 self.drain.done(rows, high, self.batch)

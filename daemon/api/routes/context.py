@@ -9,6 +9,7 @@ from aiohttp import web
 
 from daemon.api.http import ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, inner_view, persona_of
+from daemon.priority import gate_of
 from engine import inner
 from engine.memory.context import record_injection
 from engine.memory.recall import recall
@@ -42,6 +43,11 @@ def build_context(conn: Any, settings: Any, persona: Any, embedder: Any, query: 
 
 
 async def post_context(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
+    async with gate_of(api.ctx.services).serving():  # background embedding waits while a reply is prepared
+        return await _context(request, api, body)
+
+
+async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
     now = api.now()
     base = api.embedder()
     query = body["query"]
