@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from engine.consolidate.plan import Candidate, Entry, Operation, Plan
 from engine.consolidate.validate import PlanRejected
+from engine.http_json import EndpointError, post_json
 from engine.store.connect import transaction
 from engine.store.queries import q
 
@@ -87,16 +86,11 @@ class ModelOperator:
         messages = build_messages(candidates, active)
         body = json.dumps({"model": self.name, "messages": messages, "temperature": 0,
                            "response_format": {"type": "json_object"}}, ensure_ascii=False).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read().decode("utf-8")
-        except (urllib.error.URLError, TimeoutError, OSError, UnicodeDecodeError) as exc:
+            raw = post_json(self.url, body, self._key, self.timeout_s)
+        except EndpointError as exc:
             self._record(conn, now, 0)
-            raise PlanRejected(f"model call to {self.url} failed: {type(exc).__name__}") from None
+            raise PlanRejected(f"model call to {self.url} failed: {exc.reason.split(':')[0]}") from None
         try:
             envelope = json.loads(raw)
             content = envelope["choices"][0]["message"]["content"]

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from engine.errors import ConfigError, StoreError
+from engine.http_json import EndpointError, post_json
 from engine.settings import MemorySettings
 from engine.store.queries import q
 
@@ -89,14 +88,9 @@ class OpenAIEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         body = json.dumps({"model": self.name, "input": list(texts)}).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                payload: dict[str, Any] = json.loads(response.read().decode("utf-8"))
-        except (urllib.error.URLError, TimeoutError, ValueError) as exc:
+            payload: dict[str, Any] = json.loads(post_json(self.url, body, self._key, self._timeout))
+        except (EndpointError, ValueError) as exc:
             raise StoreError(f"embedding endpoint {self.url} failed: {exc}; check [memory] embedding_url") from None
         data = sorted(payload.get("data", []), key=lambda d: d.get("index", 0))
         rows = np.array([d["embedding"] for d in data], dtype=np.float32)
