@@ -12,6 +12,7 @@ from engine.consolidate.facts_recall import list_facts
 from engine.consolidate.relational import list_relations
 from engine.errors import InputError
 from engine.store.core import get_companion
+from engine.times import parse_instant
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,17 +27,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def parse_as_of(text: str, tz: str) -> float:
     """A date means the end of that day in `tz`; a full ISO time is taken as given (UTC if no offset)."""
-    try:
-        if len(text.strip()) == 10:
+    if len(text.strip()) == 10:
+        try:
             day = datetime.strptime(text.strip(), "%Y-%m-%d").date()
-            end = datetime.combine(day + timedelta(days=1), time(0, 0), ZoneInfo(tz))
-            return end.timestamp() - 0.001
-        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"--as-of must be a date YYYY-MM-DD or an ISO-8601 time, got {text!r}") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+        except ValueError:
+            raise InputError(f"--as-of must be a date YYYY-MM-DD or an ISO 8601 time, got {text!r}") from None
+        end = datetime.combine(day + timedelta(days=1), time(0, 0), ZoneInfo(tz))
+        return end.timestamp() - 0.001
+    return parse_instant(text, "--as-of")
 
 
 def _date(ts: float | None) -> str:

@@ -16,6 +16,7 @@ from engine import activity as act
 from engine.errors import InputError
 from engine.store import life as life_store
 from engine.store import transaction
+from engine.times import parse_instant
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,21 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.set_defaults(func=handle_add)
 
 
-def _instant(text: str, tz: str, flag: str) -> float:
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{flag} must be an ISO 8601 time such as 2025-01-06T09:30+08:00, got {text!r}") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=ZoneInfo(tz))
-    return when.timestamp()
-
-
 def window(args: argparse.Namespace, env: CliEnv) -> tuple[float, float]:
     tz = env.settings.life.tz
     now = env.clock.now()
     if args.since:
-        return _instant(args.since, tz, "--since"), now + 1.0
+        return parse_instant(args.since, "--since", tz), now + 1.0
     if args.day:
         try:
             day = date.fromisoformat(args.day)
@@ -103,7 +94,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
 
 def handle_add(args: argparse.Namespace, env: CliEnv) -> int:
     now = env.clock.now()
-    ts = _instant(args.ts, env.settings.life.tz, "--ts") if args.ts else now
+    ts = parse_instant(args.ts, "--ts", env.settings.life.tz) if args.ts else now
     conn = env.open_db()
     try:
         if args.told:

@@ -14,7 +14,6 @@ from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from daemon.cli.env import CliEnv
 from engine import activity as act
@@ -24,6 +23,7 @@ from engine.settings import Settings
 from engine.store import connect, migrate
 from engine.store import life as life_store
 from engine.store.core import get_companion
+from engine.times import parse_instant
 
 DEFAULT_START = "2025-01-06T04:00"   # a Monday at 04:00, when her day turns; fixed so runs are reproducible
 TAIL_H = 12.0                          # run past the last day so its night is complete
@@ -42,13 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def parse_start(text: str, tz: str) -> float:
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"--start must be an ISO 8601 time such as 2025-01-06T04:00, got {text!r}") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=ZoneInfo(tz))
-    return when.timestamp()
+    return parse_instant(text, "--start", tz)
 
 
 def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, str, int], name: str,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from engine.memory.ranking import importance_from_salience
 from engine.memory.tokens import fts_tokens
 from engine.store.connect import transaction
 from engine.store.queries import q
+from engine.times import parse_instant
 
 ROLES = ("user", "companion")
 
@@ -48,17 +48,8 @@ class IngestResult:
 
 
 def parse_ts(ts_iso: str, where: str = "ts") -> float:
-    """ISO-8601 to Unix seconds; a time without an offset is taken as UTC."""
-    if not isinstance(ts_iso, str) or not ts_iso.strip():
-        raise InputError(f"{where} must be an ISO-8601 time such as 2026-06-01T22:00:00+08:00, got {ts_iso!r}")
-    text = ts_iso.strip().replace("Z", "+00:00").replace("z", "+00:00")
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{where} must be an ISO-8601 time such as 2026-06-01T22:00:00+08:00, got {ts_iso!r}") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    """ISO 8601 to Unix seconds; a time without an offset is taken as UTC."""
+    return parse_instant(ts_iso, where)
 
 
 def heuristic_salience(text: str, role: str) -> float:
