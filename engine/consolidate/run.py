@@ -11,6 +11,7 @@ written in the same transaction. The writes, the episodes' `consolidated_at` and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,8 +27,9 @@ from engine.consolidate.operator_rules import rules_plan
 from engine.consolidate.plan import Candidate, Entry, Operation, Plan, sentence_of, statement_for
 from engine.consolidate.relational_plan import apply_rel_steps, plan_relations
 from engine.consolidate.validate import Limits, PlanRejected, validate_plan
-from engine.errors import ConflictError
+from engine.errors import ConflictError, StoreError
 from engine.jobs import Job, job_transaction
+from engine.memory.indexer import write_vectors
 from engine.store.connect import transaction
 from engine.store.queries import q
 
@@ -47,16 +49,20 @@ def _date_of(ts: float, ts_iso: str | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
 
 
-def _vectors(conn: Any, embedder: Any, episodes: Sequence[Episode]) -> np.ndarray:
-    """The stored passage vectors of the episodes (embedding only those that lack one)."""
+def _vectors(conn: Any, embedder: Any, episodes: Sequence[Episode], now: float) -> np.ndarray:
+    """The stored passage vectors of the episodes, embedding those that lack one (a turn whose vector the
+    daemon's indexer has not written yet) and storing them, so the indexer does not embed them again."""
     stored: dict[int, np.ndarray] = {}
     ids = [e.id for e in episodes]
     for row in conn.execute(q("episode_vectors"), {"ids": json.dumps(ids)}):
         stored[int(row["id"])] = np.frombuffer(row["embedding"], dtype=np.float32)
     missing = [e for e in episodes if e.id not in stored or stored[e.id].shape[0] != embedder.dim]
     if missing:
-        for episode, vector in zip(missing, embedder.embed_passages([e.text for e in missing]), strict=True):
+        fresh = embedder.embed_passages([e.text for e in missing])
+        for episode, vector in zip(missing, fresh, strict=True):
             stored[episode.id] = vector
+        with contextlib.suppress(StoreError):  # vectors of another model: used for this pass, not stored
+            write_vectors(conn, embedder, [e.id for e in missing], fresh, now)
     if not episodes:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     rows = np.stack([stored[e.id] for e in episodes]).astype(np.float32)
@@ -201,7 +207,7 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
             passing.append(episode)
         else:
             gated[reason] = gated.get(reason, 0) + 1
-    vectors = _vectors(conn, embedder, passing)
+    vectors = _vectors(conn, embedder, passing, now)
     candidates = build_candidates(passing, vectors, LineageMatcher(embedder), cs.merge_min_cosine) if passing else []
     active = load_active(conn, embedder)
     sim = Simulation(active)
