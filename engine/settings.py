@@ -97,6 +97,7 @@ class MemorySettings:
     duplicate_jaccard: float = 0.5
     ram_index_from: int = 5000
     embedding_threads: int = 1
+    query_embedding_threads: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,8 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("memory", "vector_floor"): (lambda v: 0 <= v < 1, "a cosine from 0 up to (not including) 1"),
     ("memory", "mmr_lambda"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
     ("memory", "candidate_multiplier"): (lambda v: 1 <= v <= 20, "an integer from 1 to 20"),
-    ("memory", "embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (library default) to 64"),
+    ("memory", "embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
+    ("memory", "query_embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
     ("mood", "loss_aversion"): (lambda v: 1.0 <= v <= 3.0, "a number from 1.0 to 3.0"),
     ("mood", "half_life_v_h"): (lambda v: v > 0, "a number of hours > 0"),
     ("mood", "half_life_a_h"): (lambda v: v > 0, "a number of hours > 0"),

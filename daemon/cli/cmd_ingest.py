@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
     conn = env.open_db()
-    embedder = make_embedder(env.settings.memory)
+    embedder = make_embedder(env.settings.memory, foreground=True)
     summary = import_history(conn, embedder, args.file, env.clock.now(),
                              max_text_chars=env.settings.memory.max_text_chars, progress=progress_bar(),
                              embed=not args.defer_embedding)

@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
     conn = env.open_db()
-    embedder = make_embedder(env.settings.memory)
+    embedder = make_embedder(env.settings.memory, foreground=True)
     if args.pending:
         count = index_all_pending(conn, embedder, env.clock.now(), progress=progress_bar())
         print(f"embedded {count} pending memories with {embedder.name} (dim {embedder.dim})")
