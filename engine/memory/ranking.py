@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from engine.settings import MemorySettings
+
 DAY_S = 86400.0
 
 
@@ -104,14 +106,19 @@ class Candidate:
     score: float = 0.0  # final
 
 
+_TUNED = MemorySettings()  # one source for the tuned constants: config.toml's [memory] defaults
+
+
 @dataclass(frozen=True)
 class RankParams:
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
-    half_life_days: float = 30.0
-    decay_floor: float = 0.8
-    min_score: float = 0.35
-    mmr_lambda: float = 0.7
+    """The ranking constants; defaults are [memory]'s (engine/settings.py), which recall passes from config."""
+
+    vector_weight: float = _TUNED.vector_weight
+    text_weight: float = _TUNED.text_weight
+    half_life_days: float = _TUNED.decay_half_life_days
+    decay_floor: float = _TUNED.decay_floor
+    min_score: float = _TUNED.min_score
+    mmr_lambda: float = _TUNED.mmr_lambda
     use_decay: bool = True
     use_mmr: bool = True
     use_importance: bool = True
