@@ -22,6 +22,7 @@ from typing import Any
 
 from daemon.component import DaemonContext
 from daemon.priority import gate_of
+from engine.memory import vector_index
 from engine.memory.embed import make_embedder
 from engine.memory.indexer import Drain, write_vectors
 
@@ -118,6 +119,10 @@ class MemoryComponent:
         ctx.services["embedder"] = embedder
         ctx.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
                      ms=round(1000 * (time.monotonic() - started), 1))
+        started = time.monotonic()
+        rows = await ctx.store.call(vector_index.warm, ctx.settings.memory.ram_index_from)
+        if rows:
+            ctx.log.info("memory.vector_index_ready", rows=rows, ms=round(1000 * (time.monotonic() - started), 1))
         self.indexer = VectorIndexer(ctx, embedder)
         ctx.services["vector_indexer"] = self.indexer
         self.indexer.start()

@@ -143,16 +143,21 @@ async def test_memory_component_publishes_a_warm_embedder(tmp_path):
 
     from daemon.clock import FakeClock
     from daemon.component import DaemonContext
+    from daemon.db import AsyncStore
     from daemon.memory_component import build
     from engine.settings import Settings
 
-    ctx = DaemonContext(settings=Settings(), db_path=tmp_path / "a.db", clock=FakeClock(NOW), store=None,  # type: ignore[arg-type]
+    fresh_db(tmp_path / "a.db").close()
+    store = await AsyncStore(tmp_path / "a.db").open()
+    ctx = DaemonContext(settings=Settings(), db_path=tmp_path / "a.db", clock=FakeClock(NOW), store=store,
                         log=structlog.get_logger())
     component = build(ctx)
     await component.start(ctx)
     assert ctx.services["embedder"].embed_queries(["你好"]).shape == (1, 384)
+    assert "vector_indexer" in ctx.services
     await component.stop(ctx)
-    assert "embedder" not in ctx.services
+    assert "embedder" not in ctx.services and "vector_indexer" not in ctx.services
+    await store.close()
 
 
 def test_fact_hits_join_the_block_and_are_recorded_as_facts(conn):

@@ -131,6 +131,34 @@ def vector_lane(conn: Any, query_vec: np.ndarray, n: int, index_from: int) -> di
     return vector_index.nearest(conn, query_vec, n)
 
 
+class TermDocCounts:
+    """Document counts of query terms, remembered per database file while the history grows < 5 %.
+
+    Looking a term up in fts5vocab costs ~0.1 ms, and a Chinese query has 20 to 60 terms: 2.6 ms of
+    a 45 ms recall at 100k memories. The counts only decide which terms are too common to search,
+    so a count that is a few percent stale changes nothing that matters.
+    """
+
+    MAX_TERMS = 50_000
+    REFRESH_GROWTH = 1.05
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[int, dict[str, int]]] = {}
+
+    def counts_for(self, conn: Any, max_id: int) -> dict[str, int] | None:
+        path = conn.execute("PRAGMA database_list").fetchone()[2]
+        if not path:  # an in-memory database: nothing to key on
+            return None
+        filled_at, counts = self._files.get(path, (0, {}))
+        if max_id > filled_at * self.REFRESH_GROWTH or max_id < filled_at or len(counts) > self.MAX_TERMS:
+            counts = {}
+            self._files[path] = (max_id, counts)
+        return counts
+
+
+_TERM_DOC_COUNTS = TermDocCounts()
+
+
 def common_term_filter(conn: Any, max_id: int) -> Callable[[str], bool] | None:
     """On a big history, a filter dropping terms found in more than COMMON_TERM_FRACTION of memories.
 
@@ -142,10 +170,19 @@ def common_term_filter(conn: Any, max_id: int) -> Callable[[str], bool] | None:
         return None
     conn.execute(q("mem_create_vocab"))
     limit = COMMON_TERM_FRACTION * max_id
+    cache = _TERM_DOC_COUNTS.counts_for(conn, max_id)
+
+    def doc_count(term: str) -> int:
+        if cache is not None and term in cache:
+            return cache[term]
+        row = conn.execute(q("mem_term_doc_count"), {"term": term}).fetchone()
+        count = 0 if row is None else int(row[0])
+        if cache is not None:
+            cache[term] = count
+        return count
 
     def keep(term: str) -> bool:
-        row = conn.execute(q("mem_term_doc_count"), {"term": term}).fetchone()
-        return row is None or row[0] <= limit
+        return doc_count(term) <= limit
 
     return keep
 

@@ -1,0 +1,36 @@
+"""The per-process caches recall keeps for big histories: the vector matrix (warmed at start) and term counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.memory import vector_index
+from engine.memory.ingest import TurnInput, record_turn
+from engine.memory.recall import TermDocCounts
+from engine.store import connect
+from tests.memory_helpers import embedder, fresh_db
+
+
+def test_warm_builds_the_index_only_when_recall_will_use_it(tmp_path: Path) -> None:
+    conn = fresh_db(tmp_path / "a.db")
+    for i in range(3):
+        record_turn(conn, embedder(), TurnInput(f"t{i}", f"第{i}次去游泳", "好棒", "2026-05-01T10:00:00+08:00"), 0)
+    assert vector_index.warm(conn, index_from=5000) == 0
+    assert vector_index.warm(conn, index_from=1) == 6  # both sides of three turns
+    # The warmed matrix is what nearest() scans: the best match of a turn's own vector is that memory.
+    vec = embedder().embed_passages(["第1次去游泳"])[0]
+    top = vector_index.nearest(conn, vec, 1)
+    assert conn.execute("SELECT raw FROM mem_episodic WHERE id = ?", (next(iter(top)),)).fetchone()[0] == "第1次去游泳"
+
+
+def test_term_counts_are_kept_per_file_until_the_history_grows(tmp_path: Path) -> None:
+    cache = TermDocCounts()
+    a, b = fresh_db(tmp_path / "a.db"), fresh_db(tmp_path / "b.db")
+    counts = cache.counts_for(a, 10_000)
+    assert counts is not None
+    counts["游泳"] = 7
+    assert cache.counts_for(a, 10_400) is counts  # < 5 % more memories: still good enough
+    assert cache.counts_for(b, 10_000) is not counts  # another file never sees a's counts
+    assert cache.counts_for(a, 10_600) == {}  # grown past 5 %: counted again
+    assert cache.counts_for(a, 9_000) == {}  # fewer memories (a restore): counted again
+    assert cache.counts_for(connect(":memory:"), 10_000) is None
