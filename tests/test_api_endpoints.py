@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from daemon.api import validation
+from engine.consolidate.run import consolidate_once
+from engine.store.core import controls as read_controls
 from engine.store.life import add_life_event
 from tests.api_support import ApiHarness, turn
 from tests.memory_helpers import embedder
@@ -86,6 +88,26 @@ async def test_context_cites_the_turn_and_records_the_injection(api: ApiHarness)
     stored = await rows(api, "SELECT turn_id, block_text FROM context_injection WHERE id = ?", ctx["injection_id"])
     assert stored == [("t-next", ctx["context"])]
     assert set(ctx["mood"]) == {"v", "a", "d", "e", "label"} and 0 <= ctx["energy"] <= 1
+
+
+async def test_context_carries_the_relationship_whatever_the_query(api: ApiHarness) -> None:
+    """Nicknames, rituals and taboos learnt by consolidation reach every reply, taboos first; the switches hide them."""
+    await api.call("POST", "/v1/turns", turn("t-name", "以后你就叫我小林吧", "好的，小林", ts="2026-05-20T21:00:00+08:00"))
+    await api.call("POST", "/v1/turns", turn("t-ritual", "我们每天晚上都说晚安吧", "好呀", ts="2026-05-21T22:00:00+08:00"))
+    await api.call("POST", "/v1/turns", turn("t-taboo", "不要叫我宝宝", "好，记住了", ts="2026-05-22T20:00:00+08:00"))
+    _, before = await api.call("POST", "/v1/context", {"query": "今天天气怎么样"})
+    assert before["relationship"] == []
+    await api.db(lambda c: consolidate_once(c, embedder(), api.settings, read_controls(c), api.clock.now()))
+
+    _, ctx = await api.call("POST", "/v1/context", {"query": "今天天气怎么样"})
+    kinds = [(r["kind"], r["statement"].partition("用户说：")[2]) for r in ctx["relationship"]]
+    assert kinds[0] == ("taboo", "不要叫我宝宝")
+    assert set(kinds) == {("taboo", "不要叫我宝宝"), ("nickname", "以后你就叫我小林吧"), ("ritual", "我们每天晚上都说晚安吧")}
+    for switch in ("memory_facts", "memory_search"):
+        await api.call("PUT", f"/v1/control/{switch}", {"value": False})
+        _, off = await api.call("POST", "/v1/context", {"query": "今天天气怎么样"})
+        assert off["relationship"] == []
+        await api.call("PUT", f"/v1/control/{switch}", {"value": True})
 
 
 async def test_context_respects_the_budget(api: ApiHarness) -> None:

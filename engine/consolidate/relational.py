@@ -139,3 +139,18 @@ def list_relations(conn: Any, as_of: float | None = None, include_history: bool 
              "valid_from": row["valid_from"], "valid_to": row["valid_to"], "recorded_at": row["recorded_at"],
              "superseded_by": row["superseded_by"], "evidence": json.loads(row["evidence_json"])}
             for row in relation_rows(conn, as_of, include_history)]
+
+
+RELATIONSHIP_LIMIT = 12
+
+
+def relationship_view(conn: Any, limit: int = RELATIONSHIP_LIMIT) -> list[dict[str, Any]]:
+    """The relationship's standing entries for the next reply: every active taboo, then the newest others.
+
+    Not ranked against the query: what to call the user, their rituals and what never to bring up
+    matter in every reply, whatever was just asked, so /v1/context carries them beside the recalled
+    memories instead of letting them compete for the memory budget.
+    """
+    return [{"relation_id": row["id"], "kind": row["kind"], "statement": row["statement"],
+             "valid_from": row["valid_from"]}
+            for row in conn.execute(q("relationship_for_reply"), {"limit": limit})]

@@ -11,6 +11,7 @@ from daemon.api.http import ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, inner_view, persona_of
 from daemon.priority import gate_of
 from engine import inner
+from engine.consolidate.relational import relationship_view
 from engine.memory.context import record_injection
 from engine.memory.recall import recall
 from engine.store.core import controls as read_controls
@@ -32,12 +33,14 @@ def build_context(conn: Any, settings: Any, persona: Any, embedder: Any, query: 
                     query_vec=query_vec, extra_sources=extra_sources())
     injection_id = record_injection(conn, result, turn_id, now) if result.context else None
     snapshot = inner.inner_snapshot(conn, settings, persona, now)
+    consolidated = switches.get("memory_search", True) and switches.get("memory_facts", True)
     return {
         "injection_id": injection_id,
         "query": result.query,
         "mode": result.mode,
         "context": result.context,
         "hits": [h.to_json() for h in result.hits],
+        "relationship": relationship_view(conn) if consolidated else [],
         **inner_view(snapshot),
     }
 

@@ -113,6 +113,11 @@ ORDER BY m.ts
 -- name: active_relations
 SELECT * FROM mem_relational WHERE status = 'active' ORDER BY id
 
+-- name: relationship_for_reply
+-- What every reply should keep in mind: all active taboos first, then the newest other entries.
+SELECT id, kind, statement, valid_from FROM mem_relational WHERE status = 'active'
+ORDER BY kind = 'taboo' DESC, valid_from DESC, id DESC LIMIT :limit
+
 -- name: relations_as_of
 SELECT * FROM mem_relational WHERE valid_from <= :as_of AND (valid_to IS NULL OR valid_to > :as_of) ORDER BY id
 
