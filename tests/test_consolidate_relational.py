@@ -10,7 +10,7 @@ import pytest
 
 from engine.consolidate.gate import Episode
 from engine.consolidate.plan import Operation, Plan
-from engine.consolidate.relational import detect, list_relations, parse_rules
+from engine.consolidate.relational import RelMatch, detect, detect_lifts, list_relations, parse_rules
 from engine.consolidate.relational_plan import (
     RelCandidate,
     RelEntry,
@@ -95,7 +95,7 @@ def test_every_kind_is_written_from_the_users_sentence_and_its_date(tmp_path: Pa
     # Idempotent: a second run has nothing new and changes nothing.
     again = run(conn, 2.0)
     assert again["relations"] == {"candidates": 0, "kinds": {}, "added": 0, "merged": 0, "superseded": 0,
-                                  "retired": 0, "fallback": False}
+                                  "retired": 0, "lifted": 0, "fallback": False}
     assert list_relations(conn, include_history=True) == rows
 
 
@@ -185,6 +185,72 @@ def test_the_validator_rejects_bad_relational_operations() -> None:
     ritual = RelCandidate("r1", (5,), detect("周五一起看电影吧")[0], "周五一起看电影吧", 20.0, "2026-08-02")
     with pytest.raises(PlanRejected, match="cannot supersede"):
         validate_rel_plan(Plan((Operation("r1", "superseded", ("q1",)),), "x"), [ritual], {"q1": entry}, limits)
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("现在可以提他了", "提他"), ("你可以叫我宝宝了", "叫我宝宝"), ("我不介意你问这个了", "问这个"),
+    ("可以再跟我聊工作的事了", "聊工作的事"),
+])
+def test_a_lift_names_what_it_takes_back(text: str, value: str) -> None:
+    assert detect_lifts(text) == [RelMatch("taboo", "", value)]
+
+
+@pytest.mark.parametrize("text", ["不可以提他了", "别再提他了", "不要叫我宝宝", "可以叫我小林吧", "我可以去了"])
+def test_a_refusal_or_an_ordinary_sentence_lifts_nothing(text: str) -> None:
+    assert not [m for m in detect_lifts(text) if m.value in ("提他", "叫我宝宝", "叫我小林")]
+
+
+def test_a_lifted_taboo_ends_with_the_sentence_that_lifted_it(tmp_path: Path) -> None:
+    db = tmp_path / "lift.db"
+    conn = fresh_db(db)
+    say(conn, "t1", "别再提他了", 1)
+    say(conn, "t2", "不要叫我宝宝", 2)
+    run(conn)
+    say(conn, "t3", "现在可以提他了", 9)
+    say(conn, "t4", "可以聊聊天气了", 10)  # a lift of something never forbidden: nothing happens
+    report = run(conn, 2.0)
+    assert report["relations"]["lifted"] == 1 and report["relations"]["retired"] == 1
+    assert report["relations"]["added"] == 0 and report["relations"]["kinds"] == {"taboo_lift": 2}
+    every = {r["statement"].partition("：")[2]: r for r in list_relations(conn, include_history=True)}
+    assert set(every) == {"别再提他了", "不要叫我宝宝"}  # a lift writes no entry of its own
+    lifted, kept = every["别再提他了"], every["不要叫我宝宝"]
+    lift_episode, lift_ts = conn.execute(
+        "SELECT e.id, e.ts FROM mem_episodic e JOIN chat_message m ON m.id = e.message_id "
+        "WHERE m.turn_id = 't3' AND m.role = 'user'").fetchone()
+    assert (lifted["status"], lifted["superseded_by"], lifted["valid_to"]) == ("superseded", None, lift_ts)
+    assert lifted["ended_by"] == [lift_episode] and kept["status"] == "active" and kept["ended_by"] == []
+    assert kinds(list_relations(conn)) == [("taboo", "不要叫我宝宝")]
+    assert len(list_relations(conn, as_of=lift_ts - 3600)) == 2  # before the lift both held
+    assert run(conn, 3.0)["relations"]["candidates"] == 0  # idempotent
+    conn.close()
+    result = run_anima("--db", str(db), "facts", "--relations", "--all")
+    assert result.code == 0 and "lifted by the user" in result.out, result.err
+
+
+def test_a_lift_said_before_the_taboo_does_not_end_it(tmp_path: Path) -> None:
+    conn = fresh_db(tmp_path / "order.db")
+    say(conn, "t1", "现在可以提他了", 1)
+    say(conn, "t2", "别再提他了", 3)
+    report = run(conn)
+    assert report["relations"]["lifted"] == 0
+    assert kinds(list_relations(conn)) == [("taboo", "别再提他了")]
+
+
+def test_the_validator_checks_lifts() -> None:
+    taboo = RelEntry("q1", 1, detect("别再提他了")[0], "2026-08-01 用户说：别再提他了", 10.0)
+    nick = RelEntry("q2", 2, detect("叫我小林")[0], "2026-08-01 用户说：叫我小林", 10.0)
+    lift = RelCandidate("r1", (5,), detect_lifts("现在可以提他了")[0], "现在可以提他了", 20.0, "2026-08-02", lift=True)
+    active = {"q1": taboo, "q2": nick}
+    assert rel_rules_plan([lift], active).operations == (Operation("r1", "lifted", ("q1",)),)
+    for bad, why in ((Plan((Operation("r1", "lifted", ("q2",)),), "x"), "cannot lift"),
+                     (Plan((Operation("r1", "added"),), "x"), "a lift is"),
+                     (Plan((Operation("r1", "lifted"),), "x"), "at least one"),
+                     (Plan((Operation("r1", "ignored", ("q1",)),), "x"), "no prior")):
+        with pytest.raises(PlanRejected, match=why):
+            validate_rel_plan(bad, [lift], active, Limits())
+    ritual = RelCandidate("r1", (5,), detect("周五一起看电影吧")[0], "周五一起看电影吧", 20.0, "2026-08-02")
+    with pytest.raises(PlanRejected, match="not an action for a new entry"):
+        validate_rel_plan(Plan((Operation("r1", "lifted", ("q1",)),), "x"), [ritual], active, Limits())
 
 
 def test_anima_facts_lists_relations_too(tmp_path: Path) -> None:

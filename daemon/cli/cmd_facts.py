@@ -73,4 +73,6 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
 def _span(row: dict[str, Any]) -> str:
     if row["valid_to"] is None:
         return ""
+    if row.get("ended_by"):
+        return f"  (until {_date(row['valid_to'])}, lifted by the user)"
     return f"  (until {_date(row['valid_to'])}, superseded by #{row['superseded_by']})"

@@ -71,10 +71,59 @@ def parse_rules(raw: dict[str, Any], source: str = "relational.toml") -> tuple[R
     return tuple(rules)
 
 
+@dataclass(frozen=True)
+class LiftRule:
+    kind: str  # what it lifts (taboo)
+    regex: re.Pattern[str]
+    exclude: re.Pattern[str] | None = None
+
+
+def parse_lifts(raw: dict[str, Any], source: str = "relational.toml") -> tuple[LiftRule, ...]:
+    """The [[lift]] rules: each names the kind it ends and an expression with a `value` group."""
+    lifts = []
+    for entry in raw.get("lift", []):
+        kind = entry.get("kind")
+        if kind not in KINDS:
+            raise ConfigError(f"{source}: lift kind {kind!r} is not one of {', '.join(KINDS)}")
+        try:
+            regex = re.compile(entry["regex"])
+            exclude = re.compile(entry["exclude"]) if entry.get("exclude") else None
+        except KeyError:
+            raise ConfigError(f"{source}: every [[lift]] needs a regex (kind {kind})") from None
+        except re.error as exc:
+            raise ConfigError(f"{source}: a {kind} lift has a bad regular expression: {exc}") from None
+        if "value" not in regex.groupindex:
+            raise ConfigError(f"{source}: a {kind} lift needs a (?P<value>...) group: what it lifts")
+        lifts.append(LiftRule(kind, regex, exclude))
+    return tuple(lifts)
+
+
+@cache
+def _catalogue() -> dict[str, Any]:
+    return tomllib.loads((resources.files("engine") / "data" / "relational.toml").read_text(encoding="utf-8"))
+
+
 @cache
 def rules() -> tuple[RelRule, ...]:
-    text = (resources.files("engine") / "data" / "relational.toml").read_text(encoding="utf-8")
-    return parse_rules(tomllib.loads(text))
+    return parse_rules(_catalogue())
+
+
+@cache
+def lift_rules() -> tuple[LiftRule, ...]:
+    return parse_lifts(_catalogue())
+
+
+def detect_lifts(text: str, catalogue: Sequence[LiftRule] | None = None) -> list[RelMatch]:
+    """What the sentence takes back ("现在可以提他了" -> taboo 提他): at most one per kind, first rule wins."""
+    found: dict[str, RelMatch] = {}
+    for rule in catalogue if catalogue is not None else lift_rules():
+        match = rule.regex.search(text)
+        if rule.kind in found or match is None or (rule.exclude is not None and rule.exclude.search(text)):
+            continue
+        value = content(match.group("value") or "")
+        if value:
+            found[rule.kind] = RelMatch(rule.kind, "", value)
+    return list(found.values())
 
 
 def quoted_phrases(text: str) -> list[str]:
@@ -137,7 +186,8 @@ def list_relations(conn: Any, as_of: float | None = None, include_history: bool 
     """Active relational entries (or those true at `as_of`); with include_history, every one ever written."""
     return [{"id": row["id"], "kind": row["kind"], "statement": row["statement"], "status": row["status"],
              "valid_from": row["valid_from"], "valid_to": row["valid_to"], "recorded_at": row["recorded_at"],
-             "superseded_by": row["superseded_by"], "evidence": json.loads(row["evidence_json"])}
+             "superseded_by": row["superseded_by"], "evidence": json.loads(row["evidence_json"]),
+             "ended_by": json.loads(row["ended_evidence_json"] or "[]")}
             for row in relation_rows(conn, as_of, include_history)]
 
 

@@ -1,7 +1,8 @@
 """Relational consolidation: candidates, the rules plan, its validator, the append-only fallback, and the writes.
 
 The same discipline as facts: the operator (here always deterministic) only picks `added`,
-`merged` (same kind and identity) or `superseded` (same kind and slot, a different value); a
+`merged` (same kind and identity) or `superseded` (same kind and slot, a different value), and for
+a sentence that takes a taboo back, `lifted` (the taboos it names end) or `ignored` (none active); a
 structural validator replays the plan and rejects it whole on any broken rule; a rejected plan
 falls back to adding every candidate and touching nothing else; the host writes each entry as
 date + the user's own sentence, in the consolidation transaction.
@@ -17,7 +18,7 @@ from typing import Any
 
 from engine.consolidate.gate import Episode
 from engine.consolidate.plan import Operation, Plan, same_fact, sentence_of, statement_for
-from engine.consolidate.relational import RelMatch, coined_phrases, detect
+from engine.consolidate.relational import RelMatch, coined_phrases, detect, detect_lifts
 from engine.consolidate.validate import Limits, PlanRejected
 from engine.errors import ConflictError
 from engine.store.queries import q
@@ -31,6 +32,7 @@ class RelCandidate:
     text: str
     ts: float
     date: str
+    lift: bool = False  # the sentence takes `match` back (engine/data/relational.toml [[lift]])
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ class MergeRel:
 class RetireRel:
     eid: str
     valid_to: float
-    by: str
+    by: str | None  # the entry that supersedes it; None when the user lifted it
+    ended_by: tuple[int, ...] = ()  # the episodes that lifted it
 
 
 RelStep = AddRel | MergeRel | RetireRel
@@ -83,6 +86,11 @@ def contradicts(new: RelMatch, old: RelMatch) -> bool:
     return new.kind == old.kind and bool(new.slot) and new.slot == old.slot and new.value != old.value
 
 
+def lifts(cand: RelCandidate, entry: RelEntry) -> bool:
+    """A lift ends an entry of its kind with the same value that was said before it."""
+    return cand.lift and same_entry(cand.match, entry.match) and entry.valid_from <= cand.ts
+
+
 def build_rel_candidates(conn: Any, passing: Sequence[Episode], date_of: Any) -> list[RelCandidate]:
     """One candidate per (gated user chat sentence, kind it states). Never her life, never her replies."""
     coined = coined_phrases(conn)
@@ -91,9 +99,12 @@ def build_rel_candidates(conn: Any, passing: Sequence[Episode], date_of: Any) ->
         if episode.source != "chat" or episode.role != "user":
             continue
         earlier = [phrase for ts, phrase in coined if ts < episode.ts]
+        date = date_of(episode.ts, episode.ts_iso)
         for match in detect(episode.text, earlier):
-            out.append(RelCandidate(f"r{len(out) + 1}", (episode.id,), match, episode.text.strip(), episode.ts,
-                                    date_of(episode.ts, episode.ts_iso)))
+            out.append(RelCandidate(f"r{len(out) + 1}", (episode.id,), match, episode.text.strip(), episode.ts, date))
+        for match in detect_lifts(episode.text):
+            out.append(RelCandidate(f"r{len(out) + 1}", (episode.id,), match, episode.text.strip(), episode.ts, date,
+                                    lift=True))
     return out
 
 
@@ -115,6 +126,12 @@ def rel_rules_plan(candidates: Sequence[RelCandidate], active: Mapping[str, RelE
     operations = []
     for cand in candidates:
         live = list(sim.active.values())
+        if cand.lift:
+            ended = tuple(e.eid for e in live if lifts(cand, e))
+            op = Operation(cand.cid, "lifted", ended) if ended else Operation(cand.cid, "ignored")
+            operations.append(op)
+            sim.step(op, cand)
+            continue
         same = [e for e in live if same_entry(cand.match, e.match)]
         older = [e for e in live if contradicts(cand.match, e.match) and e.valid_from <= cand.ts]
         if same:
@@ -136,10 +153,24 @@ class RelSimulation:
         self.before_run = len(active)
         self.retired_prior = 0
         self.steps: list[RelStep] = []
-        self.counts = {"added": 0, "merged": 0, "superseded": 0, "retired": 0}
+        self.counts = {"added": 0, "merged": 0, "superseded": 0, "retired": 0, "lifted": 0}
         self._next = 0
 
+    def _retire(self, prior: str, valid_to: float, by: str | None, ended_by: tuple[int, ...] = ()) -> None:
+        self.steps.append(RetireRel(prior, valid_to, by, ended_by))
+        if self.active[prior].rel_id is not None:
+            self.retired_prior += 1
+        del self.active[prior]
+        self.counts["retired"] += 1
+
     def step(self, op: Operation, cand: RelCandidate) -> None:
+        if op.action == "ignored":
+            return
+        if op.action == "lifted":
+            for prior in op.priors:
+                self._retire(prior, cand.ts, None, cand.episode_ids)
+            self.counts["lifted"] += 1
+            return
         if op.action == "merged":
             entry = self.active[op.priors[0]]
             self.steps.append(MergeRel(entry.eid, cand.episode_ids))
@@ -157,11 +188,7 @@ class RelSimulation:
             self.active[eid] = RelEntry(eid, None, cand.match, statement, cand.ts, cand.episode_ids)
         if op.action == "superseded":
             for prior in op.priors:
-                self.steps.append(RetireRel(prior, cand.ts, eid))
-                if self.active[prior].rel_id is not None:
-                    self.retired_prior += 1
-                del self.active[prior]
-                self.counts["retired"] += 1
+                self._retire(prior, cand.ts, eid)
             self.counts["superseded"] += 1
         else:
             self.counts["added"] += 1
@@ -178,12 +205,15 @@ def validate_rel_plan(plan: Plan, candidates: Sequence[RelCandidate], active: Ma
     for op, cand in zip(plan.operations, candidates, strict=True):
         if op.cid != cand.cid:
             raise PlanRejected(f"relational operation for {op.cid!r} is out of order (expected {cand.cid})")
-        if op.action == "added" and op.priors:
-            raise PlanRejected(f"candidate {op.cid}: 'added' must name no prior entries")
-        if op.action in ("merged", "superseded") and not op.priors:
-            raise PlanRejected(f"candidate {op.cid}: '{op.action}' must name at least one prior entry")
-        if op.action not in ("added", "merged", "superseded"):
+        if op.action not in ("added", "merged", "superseded", "lifted", "ignored"):
             raise PlanRejected(f"candidate {op.cid}: unknown action {op.action!r}")
+        if cand.lift != (op.action in ("lifted", "ignored")):
+            raise PlanRejected(f"candidate {op.cid}: '{op.action}' is not an action for a "
+                               f"{'lift' if cand.lift else 'new entry'}; a lift is 'lifted' or 'ignored'")
+        if op.action in ("added", "ignored") and op.priors:
+            raise PlanRejected(f"candidate {op.cid}: '{op.action}' must name no prior entries")
+        if op.action in ("merged", "superseded", "lifted") and not op.priors:
+            raise PlanRejected(f"candidate {op.cid}: '{op.action}' must name at least one prior entry")
         for eid in op.priors:
             entry = sim.active.get(eid)
             if entry is None or eid in used:
@@ -195,6 +225,9 @@ def validate_rel_plan(plan: Plan, candidates: Sequence[RelCandidate], active: Ma
                                                   and entry.valid_from <= cand.ts):
                 raise PlanRejected(f"candidate {op.cid} ({cand.match.kind}) cannot supersede {eid}: "
                                    "needs the same kind and slot, a different value, and an older entry")
+            if op.action == "lifted" and not lifts(cand, entry):
+                raise PlanRejected(f"candidate {op.cid} cannot lift {eid}: needs an older {cand.match.kind} "
+                                   "with the value it takes back")
         sim.step(op, cand)
     allowance = max(math.floor(limits.max_retire_fraction * sim.before_run), limits.min_retire_allowance)
     if sim.retired_prior > allowance:
@@ -213,11 +246,12 @@ def plan_relations(conn: Any, passing: Sequence[Episode], date_of: Any, limits: 
     except PlanRejected as exc:
         rejection = f"relations: rules plan rejected: {exc}"
         sim = RelSimulation(active)
-        for cand in candidates:
-            sim.step(Operation(cand.cid, "added"), cand)
+        for cand in candidates:  # append-only: new entries are kept, nothing ends (lifts included)
+            sim.step(Operation(cand.cid, "ignored" if cand.lift else "added"), cand)
     kinds: dict[str, int] = {}
     for cand in candidates:
-        kinds[cand.match.kind] = kinds.get(cand.match.kind, 0) + 1
+        label = f"{cand.match.kind}_lift" if cand.lift else cand.match.kind
+        kinds[label] = kinds.get(label, 0) + 1
     return {"steps": sim.steps, "active_before": sorted(e.rel_id for e in active.values() if e.rel_id is not None),
             "rejection": rejection,
             "report": {"candidates": len(candidates), "kinds": kinds, **sim.counts, "fallback": rejection is not None}}
@@ -243,8 +277,10 @@ def apply_rel_steps(conn: Any, steps: Sequence[RelStep], now: float) -> dict[str
                 raise ConflictError(f"relational entry {rel_id} is no longer active; consolidation will retry")
         else:
             rel_id = _id_of(step.eid, ids)
-            cursor = conn.execute(q("retire_relation"), {"id": rel_id, "valid_to": step.valid_to,
-                                                         "superseded_by": _id_of(step.by, ids)})
+            cursor = conn.execute(q("retire_relation"), {
+                "id": rel_id, "valid_to": step.valid_to,
+                "superseded_by": None if step.by is None else _id_of(step.by, ids),
+                "ended_evidence_json": json.dumps(list(step.ended_by)) if step.ended_by else None})
             if cursor.rowcount != 1:
                 raise ConflictError(f"relational entry {rel_id} is no longer active; consolidation will retry")
     for step in steps:

@@ -136,7 +136,9 @@ SELECT evidence_json FROM mem_relational WHERE id = :id
 UPDATE mem_relational SET evidence_json = :evidence_json WHERE id = :id AND status = 'active'
 
 -- name: retire_relation
-UPDATE mem_relational SET status = 'superseded', valid_to = :valid_to, superseded_by = :superseded_by
+-- Superseded by a newer entry (superseded_by), or lifted by the user (superseded_by NULL, ended_evidence_json).
+UPDATE mem_relational SET status = 'superseded', valid_to = :valid_to, superseded_by = :superseded_by,
+    ended_evidence_json = :ended_evidence_json
 WHERE id = :id AND status = 'active'
 
 -- name: close_new_relation
