@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.consolidate.ledger import Retire, stored_or_new_id
 from engine.errors import ConflictError
 from engine.store.queries import q
 
@@ -41,20 +42,11 @@ class MergeInto:
     importance: float
 
 
-@dataclass(frozen=True)
-class Retire:
-    eid: str
-    valid_to: float
-    by: str
-
-
 Step = AddFact | MergeInto | Retire
 
 
 def fact_id_of(eid: str, ids: dict[str, int]) -> int:
-    if eid.startswith("e"):
-        return int(eid[1:])
-    return ids[eid]
+    return stored_or_new_id(eid, ids, "e")
 
 
 def apply_steps(conn: Any, steps: Sequence[Step], now: float, model_name: str,
@@ -83,6 +75,8 @@ def apply_steps(conn: Any, steps: Sequence[Step], now: float, model_name: str,
                 raise ConflictError(f"fact {fact_id} is no longer active; consolidation will retry")
         else:
             fact_id = fact_id_of(step.eid, ids)
+            if step.by is None:
+                raise ConflictError(f"fact {fact_id}: a fact ends only when a newer one supersedes it")
             cursor = conn.execute(q("retire_fact"), {"id": fact_id, "valid_to": step.valid_to,
                                                      "superseded_by": fact_id_of(step.by, ids)})
             if cursor.rowcount != 1:

@@ -11,15 +11,15 @@ date + the user's own sentence, in the consolidation transaction.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.consolidate.gate import Episode
+from engine.consolidate.ledger import Ledger, Retire, stored_or_new_id
 from engine.consolidate.plan import Operation, Plan, same_fact, sentence_of, statement_for
 from engine.consolidate.relational import RelMatch, coined_phrases, detect, detect_lifts
-from engine.consolidate.validate import Limits, PlanRejected
+from engine.consolidate.validate import Limits, PlanRejected, retire_allowance
 from engine.errors import ConflictError
 from engine.store.queries import q
 
@@ -62,15 +62,7 @@ class MergeRel:
     evidence: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class RetireRel:
-    eid: str
-    valid_to: float
-    by: str | None  # the entry that supersedes it; None when the user lifted it
-    ended_by: tuple[int, ...] = ()  # the episodes that lifted it
-
-
-RelStep = AddRel | MergeRel | RetireRel
+RelStep = AddRel | MergeRel | Retire
 
 
 def same_entry(a: RelMatch, b: RelMatch) -> bool:
@@ -145,30 +137,19 @@ def rel_rules_plan(candidates: Sequence[RelCandidate], active: Mapping[str, RelE
     return Plan(tuple(operations), "rules")
 
 
-class RelSimulation:
+class RelSimulation(Ledger[RelEntry]):
     """The active relational entries as each operation leaves them, and the write steps."""
 
     def __init__(self, active: Mapping[str, RelEntry]):
-        self.active: dict[str, RelEntry] = dict(active)
-        self.before_run = len(active)
-        self.retired_prior = 0
-        self.steps: list[RelStep] = []
-        self.counts = {"added": 0, "merged": 0, "superseded": 0, "retired": 0, "lifted": 0}
-        self._next = 0
-
-    def _retire(self, prior: str, valid_to: float, by: str | None, ended_by: tuple[int, ...] = ()) -> None:
-        self.steps.append(RetireRel(prior, valid_to, by, ended_by))
-        if self.active[prior].rel_id is not None:
-            self.retired_prior += 1
-        del self.active[prior]
-        self.counts["retired"] += 1
+        super().__init__(active, stored_id=lambda e: e.rel_id, new_prefix="p")
+        self.counts["lifted"] = 0
 
     def step(self, op: Operation, cand: RelCandidate) -> None:
         if op.action == "ignored":
             return
         if op.action == "lifted":
             for prior in op.priors:
-                self._retire(prior, cand.ts, None, cand.episode_ids)
+                self.retire(prior, cand.ts, None, cand.episode_ids)
             self.counts["lifted"] += 1
             return
         if op.action == "merged":
@@ -177,8 +158,7 @@ class RelSimulation:
             self.active[entry.eid] = replace(entry, evidence=tuple(sorted(set(entry.evidence) | set(cand.episode_ids))))
             self.counts["merged"] += 1
             return
-        self._next += 1
-        eid = f"p{self._next}"
+        eid = self.new_eid()
         statement = statement_for("user", cand.date, cand.text)
         newer = [e for e in self.active.values() if contradicts(cand.match, e.match) and e.valid_from > cand.ts]
         closer = min(newer, key=lambda e: e.valid_from) if newer else None
@@ -188,7 +168,7 @@ class RelSimulation:
             self.active[eid] = RelEntry(eid, None, cand.match, statement, cand.ts, cand.episode_ids)
         if op.action == "superseded":
             for prior in op.priors:
-                self._retire(prior, cand.ts, eid)
+                self.retire(prior, cand.ts, eid)
             self.counts["superseded"] += 1
         else:
             self.counts["added"] += 1
@@ -229,7 +209,7 @@ def validate_rel_plan(plan: Plan, candidates: Sequence[RelCandidate], active: Ma
                 raise PlanRejected(f"candidate {op.cid} cannot lift {eid}: needs an older {cand.match.kind} "
                                    "with the value it takes back")
         sim.step(op, cand)
-    allowance = max(math.floor(limits.max_retire_fraction * sim.before_run), limits.min_retire_allowance)
+    allowance = retire_allowance(sim.before_run, limits)
     if sim.retired_prior > allowance:
         raise PlanRejected(f"relational plan retires {sim.retired_prior} of {sim.before_run} active entries; "
                            f"at most {allowance} ({limits.max_retire_fraction:.0%}) may be retired per run")
@@ -258,7 +238,7 @@ def plan_relations(conn: Any, passing: Sequence[Episode], date_of: Any, limits: 
 
 
 def _id_of(eid: str, ids: dict[str, int]) -> int:
-    return int(eid[1:]) if eid.startswith("q") else ids[eid]
+    return stored_or_new_id(eid, ids, "q")
 
 
 def apply_rel_steps(conn: Any, steps: Sequence[RelStep], now: float) -> dict[str, int]:

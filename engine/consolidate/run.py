@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from engine.consolidate.apply import AddFact, MergeInto, Retire, Step, apply_steps
+from engine.consolidate.apply import AddFact, MergeInto, apply_steps
 from engine.consolidate.gate import Episode, gate_reason, group_near_duplicates
+from engine.consolidate.ledger import Ledger
 from engine.consolidate.lineage import NONE, LineageMatcher
 from engine.consolidate.operator_rules import rules_plan
 from engine.consolidate.plan import Candidate, Entry, Operation, Plan, sentence_of, statement_for
@@ -136,16 +137,11 @@ def rounds_of(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
     return rounds
 
 
-class Simulation:
+class Simulation(Ledger[Entry]):
     """The active facts as they will be after each round, and the write steps that get them there."""
 
     def __init__(self, active: Mapping[str, Entry]):
-        self.active: dict[str, Entry] = dict(active)
-        self.before_run = len(active)
-        self.retired_prior = 0
-        self.steps: list[Step] = []
-        self.counts = {"added": 0, "merged": 0, "superseded": 0, "retired": 0}
-        self._next = 0
+        super().__init__(active, stored_id=lambda e: e.fact_id, new_prefix="n")
 
     def apply(self, plan: Plan, candidates: Sequence[Candidate], origin: str) -> None:
         by_cid = {c.cid: c for c in candidates}
@@ -165,17 +161,12 @@ class Simulation:
             if op.action == "superseded":
                 self.counts["superseded"] += 1
                 for prior in op.priors:
-                    self.steps.append(Retire(prior, cand.ts, new_eid))
-                    if self.active[prior].fact_id is not None:
-                        self.retired_prior += 1
-                    del self.active[prior]
-                    self.counts["retired"] += 1
+                    self.retire(prior, cand.ts, new_eid)
             else:
                 self.counts["added"] += 1
 
     def _add(self, cand: Candidate, origin: str) -> str:
-        self._next += 1
-        eid = f"n{self._next}"
+        eid = self.new_eid()
         statement = statement_for(cand.subject, cand.date, cand.text)
         newer = [e for e in self.active.values()
                  if cand.key != NONE and e.key == cand.key and e.subject == cand.subject and e.valid_from > cand.ts]
