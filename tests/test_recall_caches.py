@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from engine.memory import vector_index
 from engine.memory.ingest import TurnInput, record_turn
 from engine.memory.recall import TermDocCounts
@@ -21,6 +23,32 @@ def test_warm_builds_the_index_only_when_recall_will_use_it(tmp_path: Path) -> N
     vec = embedder().embed_passages(["第1次去游泳"])[0]
     top = vector_index.nearest(conn, vec, 1)
     assert conn.execute("SELECT raw FROM mem_episodic WHERE id = ?", (next(iter(top)),)).fetchone()[0] == "第1次去游泳"
+
+
+def test_the_index_grows_turn_by_turn_and_stays_exact(tmp_path: Path) -> None:
+    conn = fresh_db(tmp_path / "grow.db")
+    texts = ["周末去爬山", "晚上做了番茄炒蛋", "猫咪把杯子推下桌", "下个月搬去闵行", "开始学游泳", "读完了一本诗集"]
+    for i, text in enumerate(texts):
+        record_turn(conn, embedder(), TurnInput(f"t{i}", text, None, "2026-05-01T10:00:00+08:00"), 0)
+        index_size = vector_index.warm(conn, index_from=1)
+        assert index_size == i + 1
+        # Every memory so far is still found by its own vector (rows and ids stay aligned as the buffer grows).
+        for j, earlier in enumerate(texts[: i + 1]):
+            top = vector_index.nearest(conn, embedder().embed_passages([earlier])[0], 1)
+            assert conn.execute("SELECT turn_id FROM mem_episodic WHERE id = ?", (next(iter(top)),)).fetchone()[0] \
+                == f"t{j}"
+
+
+def test_appending_past_the_buffer_keeps_every_row_and_id() -> None:
+    rng = np.random.default_rng(3)
+    index = vector_index._Index((), 0, np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), set())
+    chunks = [(np.arange(n, n + 7, dtype=np.int64), rng.standard_normal((7, 8)).astype(np.float32))
+              for n in range(0, 3500, 7)]
+    for ids, rows in chunks:
+        vector_index._append(index, ids, rows)
+    assert index.buffer.shape[0] >= 3500 and index.size == 3500
+    np.testing.assert_array_equal(index.ids, np.concatenate([c[0] for c in chunks]))
+    np.testing.assert_array_equal(index.matrix, np.concatenate([c[1] for c in chunks]))
 
 
 def test_term_counts_are_kept_per_file_until_the_history_grows(tmp_path: Path) -> None:

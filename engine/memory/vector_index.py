@@ -31,9 +31,18 @@ _LOCK = threading.Lock()
 class _Index:
     stamp: tuple[Any, ...]
     max_id: int
-    ids: np.ndarray  # int64 memory ids
-    matrix: np.ndarray  # float32 [n, dim], rows L2-normalised
+    id_buffer: np.ndarray  # int64 memory ids; the first `size` are filled
+    buffer: np.ndarray  # float32 [capacity, dim], rows L2-normalised; the first `size` are filled
     missing: set[int]  # memory ids <= max_id that had no vector when last looked at
+    size: int = 0
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.id_buffer[: self.size]
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self.buffer[: self.size]
 
 
 _CACHE: dict[str, _Index] = {}
@@ -75,9 +84,25 @@ def _late_rows(conn: Any, missing: set[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _append(index: _Index, ids: np.ndarray, matrix: np.ndarray) -> None:
-    if len(ids):
-        index.ids = np.concatenate([index.ids, ids])
-        index.matrix = np.vstack([index.matrix, matrix]) if index.matrix.size else matrix
+    """Add rows in amortised O(1): a full buffer grows by half. Stacking a new matrix per added turn
+    copied all of it each time (22 MB at 15k memories, 150 MB at 100k): under chat load, with the
+    indexer adding vectors every few seconds, that was a quarter of the DB thread's time."""
+    if not len(ids):
+        return
+    need = index.size + len(ids)
+    if index.buffer.size == 0 or need > index.buffer.shape[0] or matrix.shape[1] != index.buffer.shape[1]:
+        capacity = max(1024, need + need // 2)
+        buffer = np.empty((capacity, matrix.shape[1]), dtype=np.float32)
+        id_buffer = np.empty(capacity, dtype=np.int64)
+        if index.size and index.buffer.shape[1] == matrix.shape[1]:
+            buffer[: index.size] = index.matrix
+            id_buffer[: index.size] = index.ids
+        else:
+            index.size = 0
+        index.buffer, index.id_buffer = buffer, id_buffer
+    index.buffer[index.size : need] = matrix
+    index.id_buffer[index.size : need] = ids
+    index.size = need
 
 
 def forget(conn: Any) -> None:
@@ -96,7 +121,9 @@ def _current(conn: Any) -> _Index:
         index = _CACHE.get(key)
         if index is None or index.stamp != stamp or max_id < index.max_id:
             ids, matrix = _rows(conn, 0)
-            index = _CACHE[key] = _Index(stamp, max_id, ids, matrix, _missing(conn, 0, max_id))
+            index = _CACHE[key] = _Index(stamp, max_id, np.zeros(0, dtype=np.int64),
+                                         np.zeros((0, 0), dtype=np.float32), _missing(conn, 0, max_id))
+            _append(index, ids, matrix)
         else:
             if index.missing:
                 late_ids, late = _late_rows(conn, index.missing)
