@@ -26,7 +26,10 @@ from engine.memory import vector_index
 from engine.memory.embed import make_embedder
 from engine.memory.indexer import Drain, write_vectors
 
-BATCH = 8  # ~0.3 s of e5-small on one core: a reply arriving mid-batch waits at most that long for the CPU
+# One turn (user + reply) a call: e5 costs the same per token in a batch of 32 as one text at a time
+# (bench/recall_latency.py: 21 against 23 texts/s), so small batches lose nothing, and a reply's query
+# arriving mid-call shares the CPU with ~70 ms of indexing instead of ~300 (batches of 8).
+BATCH = 2
 MAX_YIELD_S = 2.0  # under sustained chat load the indexer still runs at least every 2 s
 INDEXER_NICE = 10
 
