@@ -19,6 +19,7 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from daemon.checkpoint import WalCheckpointer, hand_over_checkpoints
 from daemon.clock import Clock
 from daemon.component import Component, DaemonContext
 from daemon.components import COMPONENTS
@@ -102,6 +103,7 @@ class Daemon:
         self.scheduler: AsyncIOScheduler | None = None
         self.ctx: DaemonContext | None = None
         self._beat_lock = asyncio.Lock()
+        self.checkpointer: WalCheckpointer | None = None
         self._last_beat_mono = 0.0
 
     async def run(self) -> int:
@@ -116,6 +118,8 @@ class Daemon:
         now = self.clock.now()
         recovered = prepare_database(self.db_path, self.settings, now, self.log)
         store = await AsyncStore(self.db_path).open()
+        await store.call(hand_over_checkpoints)
+        self.checkpointer = WalCheckpointer(self.db_path)
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, companion=recovered["companion"], started_at=now, last_beat_at=now)
         ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
@@ -173,8 +177,20 @@ class Daemon:
             ctx.last_beat_at = now
             ctx.loop_lag_ms = lag_ms
             await ctx.store.call(_record_beat, now, time.time(), lag_ms)
+            await self._checkpoint()
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
             self.log.debug("heartbeat.done", dt_s=round(dt, 3), lag_ms=round(lag_ms, 1))
+
+    async def _checkpoint(self) -> None:
+        if self.checkpointer is None:
+            return
+        try:
+            busy, frames, copied = await self.checkpointer.run()
+        except Exception as exc:  # the daemon's own COMMITs then grow the WAL; the next beat tries again
+            self.log.warning("db.checkpoint_failed", error=type(exc).__name__, detail=str(exc)[:200])
+            return
+        if frames:
+            self.log.debug("db.checkpoint", wal_frames=frames, copied=copied, busy=busy)
 
     async def _refresh_controls(self, ctx: DaemonContext, now: float) -> None:
         fresh = await ctx.store.call(read_controls)
@@ -230,6 +246,8 @@ class Daemon:
                             self.log.error("component.stop_failed", component=part.name, error=type(exc).__name__)
         except TimeoutError:
             self.log.warning("daemon.drain_timeout", seconds=DRAIN_TIMEOUT_S)
+        if self.checkpointer is not None:
+            await self.checkpointer.close()
         if ctx is not None:
             now = self.clock.now()
             await ctx.store.call(_record_stop, now, time.time())
