@@ -171,6 +171,7 @@ async def load(sock: str, clients: int, duration: float, shape: str, think_s: fl
                meter: DaemonMeter | None = None, drain_wait_s: float = 30.0) -> dict[str, Any]:
     endpoints = ("context", "share", "turns") if shape == "paced" else ("context", "turns")
     latencies: dict[str, list[float]] = {name: [] for name in endpoints}
+    slowest: dict[str, list[tuple[float, float]]] = {name: [] for name in endpoints}  # (ms, s into the load)
     errors = dict.fromkeys(endpoints, 0)
     samples: dict[str, str] = {}
     connector = aiohttp.UnixConnector(path=sock, limit=clients + 1)
@@ -203,6 +204,7 @@ async def load(sock: str, clients: int, duration: float, shape: str, think_s: fl
                     elapsed = (time.perf_counter() - started) * 1000
                     if ok:
                         latencies[endpoint].append(elapsed)
+                        slowest[endpoint].append((round(elapsed, 1), round(started - began_perf, 2)))
                     else:
                         errors[endpoint] += 1
                 if shape == "paced":
@@ -215,11 +217,15 @@ async def load(sock: str, clients: int, duration: float, shape: str, think_s: fl
             meter.start()
             sampler = asyncio.create_task(meter.sample(stop))
         began = time.monotonic()
+        began_perf = time.perf_counter()
         await asyncio.gather(*(client(n) for n in range(clients)))
         took = time.monotonic() - began
         stop.set()
         out: dict[str, Any] = {name: summary(values, took, errors[name]) for name, values in latencies.items()}
         out["turns_per_s"] = out["turns"]["rps"]
+        # When the slowest requests started (s into the load): stalls that line up across endpoints,
+        # or with the 15 s heartbeat, point at their cause.
+        out["slowest"] = {name: sorted(values, reverse=True)[:5] for name, values in slowest.items()}
         if meter is not None and sampler is not None:
             await sampler
             out["daemon"] = meter.result()
