@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.store.connect import database_file
 from engine.store.queries import q
 
 
@@ -89,10 +90,7 @@ LOADS = {"count": 0}  # how many times the matrix was (re)built: for tests and t
 
 
 def _db_key(conn: Any) -> str:
-    for row in conn.execute("PRAGMA database_list"):
-        if row[1] == "main":
-            return str(row[2]) or f"memory:{id(conn)}"
-    return f"conn:{id(conn)}"
+    return database_file(conn) or f"memory:{id(conn)}"
 
 
 def fact_matrix(conn: Any, dim: int) -> FactMatrix:

@@ -18,7 +18,7 @@ from engine.memory.embed import Embedder, stored_model, vec_blob
 from engine.memory.ranking import Candidate, RankParams
 from engine.memory.tokens import fts_query, jaccard_tokens
 from engine.settings import MemorySettings
-from engine.store.connect import transaction
+from engine.store.connect import database_file, transaction
 from engine.store.queries import q
 
 FAR_FUTURE = 1e13
@@ -144,8 +144,8 @@ class TermDocCounts:
         self._files: dict[str, tuple[int, dict[str, int]]] = {}
 
     def counts_for(self, conn: Any, max_id: int) -> dict[str, int] | None:
-        path = conn.execute("PRAGMA database_list").fetchone()[2]
-        if not path:  # an in-memory database: nothing to key on
+        path = database_file(conn)
+        if path is None:  # an in-memory database: nothing to key on
             return None
         filled_at, counts = self._files.get(path, (0, {}))
         if max_id > filled_at * self.REFRESH_GROWTH or max_id < filled_at or len(counts) > self.MAX_TERMS:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.store.connect import database_file
 from engine.store.queries import q
 
 _LOCK = threading.Lock()
@@ -49,10 +50,7 @@ _CACHE: dict[str, _Index] = {}
 
 
 def _db_key(conn: Any) -> str:
-    for row in conn.execute("PRAGMA database_list"):
-        if row[1] == "main" and row[2]:
-            return str(row[2])
-    return f"memory:{id(conn)}"
+    return database_file(conn) or f"memory:{id(conn)}"
 
 
 def _rows(conn: Any, after_id: int) -> tuple[np.ndarray, np.ndarray]:

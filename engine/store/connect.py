@@ -73,6 +73,14 @@ def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool
     return conn
 
 
+def database_file(conn: Any) -> str | None:
+    """The file behind `conn`'s main database, or None for an in-memory one: the key of per-file caches."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return str(row[2]) or None
+    return None
+
+
 class transaction:
     """`with transaction(conn):` runs the block in one BEGIN IMMEDIATE ... COMMIT, rolling back on error.
 
