@@ -29,17 +29,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.memory.tokens import jaccard_tokens
+from engine.settings import ApiSettings
+
+_API = ApiSettings()  # one source for the defaults: config.toml's [api] share_* keys
 
 
 @dataclass(frozen=True)
 class SharePolicy:
-    min_gap_s: float = 1800.0
-    max_offers_per_event: int = 2
-    event_cooldown_s: float = 6 * 3600.0
-    max_age_h: float = 72.0
-    recency_half_life_h: float = 12.0
-    min_willingness: float = 0.2
-    threshold: float = 0.25
+    """The policy's constants; defaults are [api]'s (engine/settings.py), which the daemon passes from config."""
+
+    min_gap_s: float = _API.share_min_gap_s
+    max_offers_per_event: int = _API.share_max_offers_per_event
+    event_cooldown_s: float = _API.share_event_cooldown_s
+    max_age_h: float = _API.share_max_age_h
+    recency_half_life_h: float = _API.share_recency_half_life_h
+    min_willingness: float = _API.share_min_willingness
+    threshold: float = _API.share_threshold
 
 
 @dataclass(frozen=True)
