@@ -5,7 +5,8 @@ the one DB thread that also answers /v1/context, so under chat load a reply now 
 for a checkpoint (copying pages into the database file and an fsync; 40 ms for a small one here).
 The daemon's connection therefore never checkpoints (`wal_autocheckpoint = 0`). After each
 heartbeat this checkpointer runs a PASSIVE checkpoint, which waits for no reader and no writer,
-and `journal_size_limit` keeps the WAL file from staying large after a burst. A stop closes the
+and the daemon connection's `journal_size_limit` shrinks the WAL file when its next write starts
+the log over (set on the checkpointer's connection it does nothing: tried). A stop closes the
 daemon's connection last, which checkpoints what is left.
 """
 
@@ -34,9 +35,8 @@ class WalCheckpointer:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="wal-checkpoint")
 
     def _checkpoint(self) -> tuple[int, int, int]:
-        if self._conn is None:
+        if self._conn is None:  # journal_size_limit is the writer's to apply: see hand_over_checkpoints
             self._conn = connect(self.path)
-            self._conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
         busy, wal_frames, copied = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return int(busy), int(wal_frames), int(copied)
 
