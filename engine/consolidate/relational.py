@@ -49,23 +49,30 @@ class RelMatch:
         return self.kind == other.kind and self.slot == other.slot and bool(self.value) and self.value == other.value
 
 
+Patterns = tuple[re.Pattern[str], re.Pattern[str] | None, re.Pattern[str] | None]
+
+
+def _kind_and_patterns(entry: dict[str, Any], table: str, source: str) -> tuple[str, Patterns]:
+    """One [[rule]] or [[lift]] entry checked: a known kind, and `regex` (with `also`, `exclude`) compiling."""
+    kind = entry.get("kind")
+    if kind not in KINDS:
+        raise ConfigError(f"{source}: {table} kind {kind!r} is not one of {', '.join(KINDS)}")
+    try:
+        optional = [re.compile(entry[key]) if entry.get(key) else None for key in ("also", "exclude")]
+        return kind, (re.compile(entry["regex"]), optional[0], optional[1])
+    except KeyError:
+        raise ConfigError(f"{source}: every [[{table}]] needs a regex (kind {kind})") from None
+    except re.error as exc:
+        raise ConfigError(f"{source}: a {kind} {table} has a bad regular expression: {exc}") from None
+
+
 def parse_rules(raw: dict[str, Any], source: str = "relational.toml") -> tuple[RelRule, ...]:
     """Validate the catalogue once: known kinds, compilable expressions."""
     rules = []
     for entry in raw.get("rule", []):
-        kind = entry.get("kind")
-        if kind not in KINDS:
-            raise ConfigError(f"{source}: rule kind {kind!r} is not one of {', '.join(KINDS)}")
-        try:
-            rules.append(RelRule(
-                kind=kind, about=str(entry.get("about", "")), regex=re.compile(entry["regex"]),
-                also=re.compile(entry["also"]) if entry.get("also") else None,
-                exclude=re.compile(entry["exclude"]) if entry.get("exclude") else None,
-                slot=str(entry.get("slot", ""))))
-        except KeyError:
-            raise ConfigError(f"{source}: every [[rule]] needs a regex (kind {kind})") from None
-        except re.error as exc:
-            raise ConfigError(f"{source}: a {kind} rule has a bad regular expression: {exc}") from None
+        kind, (regex, also, exclude) = _kind_and_patterns(entry, "rule", source)
+        rules.append(RelRule(kind=kind, about=str(entry.get("about", "")), regex=regex, also=also, exclude=exclude,
+                             slot=str(entry.get("slot", ""))))
     if not rules:
         raise ConfigError(f"{source}: no [[rule]] entries")
     return tuple(rules)
@@ -82,16 +89,7 @@ def parse_lifts(raw: dict[str, Any], source: str = "relational.toml") -> tuple[L
     """The [[lift]] rules: each names the kind it ends and an expression with a `value` group."""
     lifts = []
     for entry in raw.get("lift", []):
-        kind = entry.get("kind")
-        if kind not in KINDS:
-            raise ConfigError(f"{source}: lift kind {kind!r} is not one of {', '.join(KINDS)}")
-        try:
-            regex = re.compile(entry["regex"])
-            exclude = re.compile(entry["exclude"]) if entry.get("exclude") else None
-        except KeyError:
-            raise ConfigError(f"{source}: every [[lift]] needs a regex (kind {kind})") from None
-        except re.error as exc:
-            raise ConfigError(f"{source}: a {kind} lift has a bad regular expression: {exc}") from None
+        kind, (regex, _, exclude) = _kind_and_patterns(entry, "lift", source)
         if "value" not in regex.groupindex:
             raise ConfigError(f"{source}: a {kind} lift needs a (?P<value>...) group: what it lifts")
         lifts.append(LiftRule(kind, regex, exclude))
@@ -117,8 +115,10 @@ def detect_lifts(text: str, catalogue: Sequence[LiftRule] | None = None) -> list
     """What the sentence takes back ("现在可以提他了" -> taboo 提他): at most one per kind, first rule wins."""
     found: dict[str, RelMatch] = {}
     for rule in catalogue if catalogue is not None else lift_rules():
+        if rule.kind in found:
+            continue
         match = rule.regex.search(text)
-        if rule.kind in found or match is None or (rule.exclude is not None and rule.exclude.search(text)):
+        if match is None or (rule.exclude is not None and rule.exclude.search(text)):
             continue
         value = content(match.group("value") or "")
         if value:

@@ -92,11 +92,10 @@ def build_rel_candidates(conn: Any, passing: Sequence[Episode], date_of: Any) ->
             continue
         earlier = [phrase for ts, phrase in coined if ts < episode.ts]
         date = date_of(episode.ts, episode.ts_iso)
-        for match in detect(episode.text, earlier):
-            out.append(RelCandidate(f"r{len(out) + 1}", (episode.id,), match, episode.text.strip(), episode.ts, date))
-        for match in detect_lifts(episode.text):
+        stated = [(match, False) for match in detect(episode.text, earlier)]
+        for match, lift in stated + [(match, True) for match in detect_lifts(episode.text)]:
             out.append(RelCandidate(f"r{len(out) + 1}", (episode.id,), match, episode.text.strip(), episode.ts, date,
-                                    lift=True))
+                                    lift))
     return out
 
 
