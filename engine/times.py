@@ -8,6 +8,13 @@ from zoneinfo import ZoneInfo
 from engine.errors import InputError
 
 
+def calendar_date(ts: float, ts_iso: str | None) -> str:
+    """The calendar date the speaker lived it: the local date of ts_iso, else the UTC date."""
+    if ts_iso and len(ts_iso) >= 10 and ts_iso[4] == "-":
+        return ts_iso[:10]
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+
+
 def parse_instant(text: str, where: str, default_tz: str | None = None) -> float:
     """ISO 8601 to Unix seconds. A time without an offset is in `default_tz` (her zone, for operators'
     commands), else UTC (for clients, which should always send an offset). 'Z' is accepted."""

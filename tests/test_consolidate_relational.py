@@ -18,7 +18,7 @@ from engine.consolidate.relational_plan import (
     rel_rules_plan,
     validate_rel_plan,
 )
-from engine.consolidate.run import _date_of, consolidate_once
+from engine.consolidate.run import consolidate_once
 from engine.consolidate.validate import Limits, PlanRejected
 from engine.errors import ConfigError
 from engine.memory.ingest import TurnInput, record_turn
@@ -156,7 +156,7 @@ def test_an_invalid_relational_plan_is_rejected_and_falls_back_to_appending(tmp_
     rows = conn.execute(q("unconsolidated_episodes"), {"limit": 10}).fetchall()
     passing = [Episode.from_row(r) for r in rows if r["role"] == "user"]
     strict = Limits(max_retire_fraction=0.0, min_retire_allowance=0)
-    planned = plan_relations(conn, passing, _date_of, strict)
+    planned = plan_relations(conn, passing, strict)
     assert planned["rejection"] and "at most 0" in planned["rejection"]
     assert planned["report"]["added"] == 1 and planned["report"]["superseded"] == 0
     # Through a real run with a zero retire allowance the job records why and nothing old changes.

@@ -22,6 +22,7 @@ from engine.consolidate.relational import RelMatch, coined_phrases, detect, dete
 from engine.consolidate.validate import Limits, PlanRejected, retire_allowance
 from engine.errors import ConflictError
 from engine.store.queries import q
+from engine.times import calendar_date
 
 
 @dataclass(frozen=True)
@@ -83,15 +84,14 @@ def lifts(cand: RelCandidate, entry: RelEntry) -> bool:
     return cand.lift and same_entry(cand.match, entry.match) and entry.valid_from <= cand.ts
 
 
-def build_rel_candidates(conn: Any, passing: Sequence[Episode], date_of: Any) -> list[RelCandidate]:
+def build_rel_candidates(passing: Sequence[Episode], coined: Sequence[tuple[float, str]]) -> list[RelCandidate]:
     """One candidate per (gated user chat sentence, kind it states). Never her life, never her replies."""
-    coined = coined_phrases(conn)
     out: list[RelCandidate] = []
     for episode in passing:
         if episode.source != "chat" or episode.role != "user":
             continue
         earlier = [phrase for ts, phrase in coined if ts < episode.ts]
-        date = date_of(episode.ts, episode.ts_iso)
+        date = calendar_date(episode.ts, episode.ts_iso)
         stated = [(match, False) for match in detect(episode.text, earlier)]
         for match, lift in stated + [(match, True) for match in detect_lifts(episode.text)]:
             out.append(RelCandidate(f"r{len(out) + 1}", (episode.id,), match, episode.text.strip(), episode.ts, date,
@@ -99,8 +99,8 @@ def build_rel_candidates(conn: Any, passing: Sequence[Episode], date_of: Any) ->
     return out
 
 
-def load_rel_active(conn: Any) -> dict[str, RelEntry]:
-    coined = [phrase for _, phrase in coined_phrases(conn)]
+def load_rel_active(conn: Any, coined_at: Sequence[tuple[float, str]]) -> dict[str, RelEntry]:
+    coined = [phrase for _, phrase in coined_at]
     entries = {}
     for row in conn.execute(q("active_relations")):
         sentence = sentence_of(row["statement"])
@@ -215,10 +215,11 @@ def validate_rel_plan(plan: Plan, candidates: Sequence[RelCandidate], active: Ma
     return sim
 
 
-def plan_relations(conn: Any, passing: Sequence[Episode], date_of: Any, limits: Limits) -> dict[str, Any]:
+def plan_relations(conn: Any, passing: Sequence[Episode], limits: Limits) -> dict[str, Any]:
     """Read and decide (no writes): candidates, the validated plan or the fallback, the steps and a report."""
-    candidates = build_rel_candidates(conn, passing, date_of)
-    active = load_rel_active(conn)
+    coined = coined_phrases(conn)  # scans every reply she sent: once a pass
+    candidates = build_rel_candidates(passing, coined)
+    active = load_rel_active(conn, coined)
     rejection = None
     try:
         sim = validate_rel_plan(rel_rules_plan(candidates, active), candidates, active, limits)

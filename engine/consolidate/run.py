@@ -15,7 +15,6 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from engine.jobs import Job, job_transaction
 from engine.memory.indexer import write_vectors
 from engine.store.connect import transaction
 from engine.store.queries import q
+from engine.times import calendar_date
 
 MAX_EPISODES_PER_RUN = 2000
 JOB_KIND = "consolidate"
@@ -42,12 +42,6 @@ def limits_from(settings: Any) -> Limits:
     cs = settings.consolidation
     return Limits(max_retire_fraction=cs.max_retire_fraction, min_retire_allowance=cs.min_retire_allowance,
                   active_budget_chars=cs.active_budget_chars, merge_min_cosine=cs.merge_min_cosine)
-
-
-def _date_of(ts: float, ts_iso: str | None) -> str:
-    if ts_iso and len(ts_iso) >= 10 and ts_iso[4] == "-":
-        return ts_iso[:10]
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
 
 
 def _vectors(conn: Any, embedder: Any, episodes: Sequence[Episode], now: float) -> np.ndarray:
@@ -115,7 +109,7 @@ def build_candidates(episodes: Sequence[Episode], vectors: np.ndarray, matcher: 
             leader = episodes[indices[0]]
             candidates.append(Candidate(
                 cid="", episode_ids=tuple(episodes[i].id for i in indices), subject=subject, key=key,
-                text=leader.text.strip(), ts=leader.ts, date=_date_of(leader.ts, leader.ts_iso),
+                text=leader.text.strip(), ts=leader.ts, date=calendar_date(leader.ts, leader.ts_iso),
                 vector=vectors[indices[0]], importance=max(episodes[i].importance for i in indices)))
     candidates.sort(key=lambda c: (c.ts, c.episode_ids[0]))
     return [Candidate(cid=f"c{n}", episode_ids=c.episode_ids, subject=c.subject, key=c.key, text=c.text, ts=c.ts,
@@ -221,7 +215,7 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
             origin = "fallback"
         sim.apply(plan, batch, origin)
     # Relational entries (rituals, nicknames ...) from the same gated sentences; rules operator only.
-    relations = plan_relations(conn, passing, _date_of, limits)
+    relations = plan_relations(conn, passing, limits)
     if relations["rejection"]:
         rejections.append(relations["rejection"])
     return {

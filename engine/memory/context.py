@@ -7,11 +7,11 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from engine.memory.tokens import text_cost
 from engine.store.queries import q
+from engine.times import calendar_date
 
 HEADER = "相关记忆（日期 · 对话）："
 SPEAKER = {"user": "用户", "companion": "你"}
@@ -19,13 +19,6 @@ ECHO_SHINGLE = 8  # characters in common that make a reply an echo of an injecte
 ECHO_LOOKBACK_S = 86400.0
 _CITE = re.compile(r"^\[[^\]]*\] ", re.MULTILINE)
 _SQUASH = re.compile(r"[\s\W_]+", re.UNICODE)
-
-
-def cite_date(ts: float, ts_iso: str | None) -> str:
-    """The calendar date the speaker lived it: the local date of ts_iso, else the UTC date."""
-    if ts_iso and len(ts_iso) >= 10 and ts_iso[4] == "-":
-        return ts_iso[:10]
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
 
 
 def render_item(cite: str, lines: Sequence[tuple[str, str]]) -> str:
@@ -38,7 +31,7 @@ def item_variants(conn: Any, hit: Any, reread: bool, as_of: float) -> list[str]:
     if hit.source == "fact":
         # A consolidated fact (engine.consolidate.facts_recall): already a cited sentence in the user's words.
         return [f"[{hit.ts[:10] or 'fact'} · 事实] {' '.join(hit.text.split())}"]
-    date = cite_date(hit.ts_unix, hit.ts)
+    date = calendar_date(hit.ts_unix, hit.ts)
     if hit.source == "self_life":
         return [render_item(f"{date} · 你的经历", [("life", hit.text)]).replace("life：", "")]
     cite = f"{date} · {hit.turn_id}"
