@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from engine.memory import vector_index
-from engine.memory.embed import Embedder, vec_blob
+from engine.memory.embed import Embedder
+from engine.memory.ingest import write_vector
 from engine.store.connect import transaction
 from engine.store.queries import q
 
@@ -28,8 +29,7 @@ def reembed(conn: Any, embedder: Embedder, now: float, *, batch: int = 64,
         conn.execute(q("mem_create_mem_vec").format(dim=int(embedder.dim)))
         conn.execute(q("mem_delete_embeddings"))
         for row, vector in zip(rows, vectors, strict=True):
-            conn.execute(q("mem_insert_vec"), {"id": row["id"], "embedding": vec_blob(vector)})
-            conn.execute(q("mem_insert_embedding"), {"id": row["id"], "embedding": vec_blob(vector)})
+            write_vector(conn, row["id"], vector)
         conn.execute(q("mem_set_embedding_model"), {"name": embedder.name, "dim": embedder.dim, "now": now})
     vector_index.forget(conn)
     return len(rows)
