@@ -24,11 +24,11 @@ Every outcome carries a reason (`offered`, `sharing_off`, `nothing_untold`, `coo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.memory.tokens import jaccard_tokens
+from engine.mood import decay_factor
 from engine.settings import ApiSettings
 
 _API = ApiSettings()  # one source for the defaults: config.toml's [api] share_* keys
@@ -79,7 +79,7 @@ def relevance(query: str | None, text: str) -> float:
 
 
 def recency(age_s: float, half_life_h: float) -> float:
-    return math.exp(-math.log(2) * max(0.0, age_s) / 3600.0 / half_life_h)
+    return decay_factor(age_s, half_life_h)
 
 
 def eligible(c: Candidate, now: float, policy: SharePolicy) -> bool:
