@@ -110,6 +110,36 @@ async def test_context_carries_the_relationship_whatever_the_query(api: ApiHarne
         await api.call("PUT", f"/v1/control/{switch}", {"value": True})
 
 
+class CountingEmbedder:
+    """The real model, counting the calls that embed queries (to see where the work happens)."""
+
+    def __init__(self, base: Any):
+        self.base, self.name, self.dim = base, base.name, base.dim
+        self.query_calls: list[list[str]] = []
+
+    def embed_queries(self, texts: Any) -> Any:
+        self.query_calls.append(list(texts))
+        return self.base.embed_queries(texts)
+
+    def embed_passages(self, texts: Any) -> Any:
+        return self.base.embed_passages(texts)
+
+
+async def test_a_multi_line_query_is_embedded_in_one_call_before_the_db_work(tmp_path: Path) -> None:
+    counting = CountingEmbedder(embedder())
+    harness = await ApiHarness(tmp_path, embedder=counting).start()
+    try:
+        await harness.call("POST", "/v1/turns", turn("t-cat", "我的猫芝麻今天去打疫苗了", "芝麻乖不乖？"))
+        counting.query_calls.clear()
+        query = "你好呀\n芝麻打完疫苗还好吗\n它最近胃口怎么样"
+        status, ctx = await harness.call("POST", "/v1/context", {"query": query})
+        assert status == 200 and ctx["hits"][0]["turn_id"] == "t-cat"
+        # The whole query and each line, in one call from the API's pool; recall on the DB thread reuses them.
+        assert counting.query_calls == [[query, "你好呀", "芝麻打完疫苗还好吗", "它最近胃口怎么样"]]
+    finally:
+        await harness.stop()
+
+
 async def test_context_respects_the_budget(api: ApiHarness) -> None:
     for i in range(6):
         await api.call("POST", "/v1/turns", turn(f"t{i}", f"我今天去了第{i}家咖啡店，拿铁很好喝，店里放着爵士乐", "听起来很惬意"))

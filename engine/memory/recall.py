@@ -185,6 +185,12 @@ def common_term_filter(conn: Any, max_id: int) -> Callable[[str], bool] | None:
     return keep
 
 
+def query_lines(text: str) -> list[str]:
+    """The lines recall also embeds one by one: the last MAX_QUERY_LINES of a multi-line query, else none."""
+    lines = [line for line in text.splitlines() if line.strip()][-MAX_QUERY_LINES:]
+    return lines if len(lines) >= 2 else []
+
+
 def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hybrid: bool,
                     query_vec: np.ndarray | None,
                     index_from: int = 1 << 62) -> tuple[dict[int, float], dict[int, float], np.ndarray | None]:
@@ -203,8 +209,8 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
     if hybrid and embedder is not None:
         assert query_vec is not None
         cosines.update(vector_lane(conn, query_vec, n, index_from))
-        lines = [line for line in query.splitlines() if line.strip()][-MAX_QUERY_LINES:]
-        line_vecs = embedder.embed_queries(lines) if len(lines) >= 2 else None
+        lines = query_lines(query)
+        line_vecs = embedder.embed_queries(lines) if lines else None
         missing = [i for i in texts if i not in cosines]
         rescored = list(cosines) + missing if line_vecs is not None else missing
         if rescored:

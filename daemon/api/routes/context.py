@@ -13,7 +13,7 @@ from daemon.priority import gate_of
 from engine import inner
 from engine.consolidate.relational import relationship_view
 from engine.memory.context import record_injection
-from engine.memory.recall import recall
+from engine.memory.recall import query_lines, recall
 from engine.store.core import controls as read_controls
 
 
@@ -55,9 +55,13 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
     base = api.embedder()
     query = body["query"]
     query_vec = None
+    known: dict[str, Any] = {}
     if api.ctx.controls.get("memory_search", True) and query.strip() and len(query) <= api.settings.memory.max_query_chars:
-        query_vec = (await api.off_loop(base.embed_queries, [query.strip()]))[0]
-    embedder = PrecomputedEmbedder(base, queries={query.strip(): query_vec} if query_vec is not None else {})
+        # The query and, for a multi-line one, each of its lines: one model call, off the DB thread.
+        texts = list(dict.fromkeys([query.strip(), *query_lines(query.strip())]))
+        known = dict(zip(texts, await api.off_loop(base.embed_queries, texts), strict=True))
+        query_vec = known[query.strip()]
+    embedder = PrecomputedEmbedder(base, queries=known)
     out = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
                                    body.get("budget"), body.get("turn_id"), query_vec, now)
     api.ctx.log.debug("api.context", injection_id=out["injection_id"], hits=len(out["hits"]),
