@@ -200,7 +200,8 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
     use_model, note = _model_choice(conn, model, controls, now)
     rejections: list[str] = []
     operator_used = "model" if use_model else "rules"
-    for number, batch in enumerate(rounds_of(candidates), 1):
+    rounds = rounds_of(candidates)
+    for number, batch in enumerate(rounds, 1):
         origin = "consolidation"
         try:
             if use_model:
@@ -224,7 +225,7 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
             e.fact_id for e in active.values() if e.fact_id is not None),
         "report": {
             "episodes": len(episodes), "gated": gated, "candidates": len(candidates),
-            "rounds": len(rounds_of(candidates)), "operator": operator_used, "operator_note": note,
+            "rounds": len(rounds), "operator": operator_used, "operator_note": note,
             **sim.counts, "rejections": rejections, "fallback": bool(rejections),
             "relations": relations["report"],
         },
@@ -251,10 +252,9 @@ def consolidate_once(conn: Any, embedder: Any, settings: Any, controls: Mapping[
     pause = (lambda: sleep(slow_s)) if slow_s > 0 else None
     block = job_transaction(conn, job, now) if job is not None else _plain(conn)
     with block as outcome:
-        current = sorted(r["id"] for r in conn.execute(q("active_facts")).fetchall())
-        if current != planned["active_before"]:
+        if [r["id"] for r in conn.execute(q("active_fact_ids"))] != planned["active_before"]:
             raise ConflictError("active facts changed while consolidation was planning; it will retry")
-        if sorted(r["id"] for r in conn.execute(q("active_relations")).fetchall()) != planned["relations_before"]:
+        if [r["id"] for r in conn.execute(q("active_relation_ids"))] != planned["relations_before"]:
             raise ConflictError("active relational entries changed while consolidation was planning; it will retry")
         apply_steps(conn, planned["steps"], now, getattr(embedder, "name", "unknown"), pause)
         apply_rel_steps(conn, planned["relation_steps"], now)
@@ -264,7 +264,7 @@ def consolidate_once(conn: Any, embedder: Any, settings: Any, controls: Mapping[
         counts = conn.execute(q("count_facts")).fetchone()
         report["facts_total"] = int(counts["total"] or 0)
         report["facts_active"] = int(counts["active"] or 0)
-        report["relations_active"] = len(conn.execute(q("active_relations")).fetchall())
+        report["relations_active"] = len(conn.execute(q("active_relation_ids")).fetchall())
         if outcome is not None:
             outcome.result = report
             outcome.error = "; ".join(report["rejections"]) or None

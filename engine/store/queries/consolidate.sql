@@ -27,6 +27,13 @@ FROM mem_semantic s LEFT JOIN mem_semantic_vec v ON v.fact_id = s.id
 WHERE s.valid_to IS NULL
 ORDER BY s.id
 
+-- name: active_fact_ids
+-- The commit-time check: only ids, read under the write lock (active_facts carries every vector).
+SELECT id FROM mem_semantic WHERE valid_to IS NULL ORDER BY id
+
+-- name: active_relation_ids
+SELECT id FROM mem_relational WHERE status = 'active' ORDER BY id
+
 -- name: facts_as_of
 -- What was true at :as_of (valid time): begun by then and not yet ended.
 SELECT s.*, v.embedding AS embedding
