@@ -3,8 +3,8 @@
 import pytest
 
 from engine.errors import ConflictError, InputError, StoreError
-from engine.memory.context import record_injection
-from engine.memory.ingest import TurnInput, index_life_event, record_turn
+from engine.memory.context import HEADER, record_injection
+from engine.memory.ingest import TurnInput, index_life_event, record_turn, record_turns_bulk
 from engine.memory.recall import recall
 from tests.memory_helpers import ON, SETTINGS, add_life_event, embedder, fresh_db
 
@@ -72,6 +72,20 @@ def test_on_recorded_runs_inside_the_transaction_and_rolls_back_with_it(conn):
     with pytest.raises(RuntimeError):
         record_turn(conn, embedder(), TurnInput("t1", "x", None, "2026-06-01T10:00:00Z"), NOW, on_recorded=boom)
     assert count(conn, "chat_message") == 0 and count(conn, "mem_vec") == 0
+
+
+def test_an_imported_history_holding_our_own_block_is_marked_like_a_live_turn(conn):
+    """The bulk path (anima ingest) applies the same anti-loop rule as a live turn."""
+    record_turns_bulk(conn, embedder(), [
+        TurnInput("h1", "今天在旧书店淘到一本蓝色封面的诗集", "真好", "2026-06-01T10:00:00+08:00"),
+        TurnInput("h2", f"{HEADER}\n[2026-06-01 · h1] 用户：今天在旧书店淘到一本蓝色封面的诗集", "嗯",
+                  "2026-06-02T10:00:00+08:00"),
+    ], NOW)
+    rows = conn.execute("SELECT turn_id, role, echo_of_injection FROM mem_episodic ORDER BY id").fetchall()
+    assert [(r["turn_id"], r["role"], r["echo_of_injection"]) for r in rows] == [
+        ("h1", "user", None), ("h1", "companion", None), ("h2", "user", "pasted_block"), ("h2", "companion", None)]
+    hits = recall(conn, embedder(), "蓝色封面的诗集", settings=SETTINGS, controls=ON, now=NOW, k=10).hits
+    assert {h.turn_id for h in hits} == {"h1"}
 
 
 def test_reply_echoing_an_injected_block_is_marked_and_never_recalled(conn):

@@ -143,22 +143,29 @@ def record_turn(conn: Any, embedder: Embedder, turn: TurnInput, now: float, *, o
         list(embedder.embed_passages([text for _, text in pairs])) if embed  # outside the write lock
         else [None] * len(pairs)
     )
-    memory_ids: list[int] = []
-    message_ids: list[int] = []
     with transaction(conn):
-        check_model(conn, embedder, now)
-        for (role, text), vector in zip(pairs, vectors, strict=True):
-            # Anti-loop: a reply that repeats an injected memory block is marked, never re-extracted.
-            echo = echo_injection_id(conn, turn.turn_id, text, now) if role == "companion" else None
-            if echo is None and HEADER in text:
-                echo = "pasted_block"  # a front end sent our own block back as a message
-            message_id, memory_id = write_message(conn, turn.turn_id, role, text, ts, turn.ts_iso, turn.salience,
-                                                  vector, now, origin, echo)
-            message_ids.append(message_id)
-            if memory_id is not None:
-                memory_ids.append(memory_id)
+        result = _write_messages(conn, embedder, [(turn, ts, role, text) for role, text in pairs], vectors, now, origin)
         if on_recorded is not None:
             on_recorded(conn)
+    return result
+
+
+def _write_messages(conn: Any, embedder: Embedder, plan: Sequence[tuple[TurnInput, float, str, str]],
+                    vectors: Sequence[np.ndarray | None], now: float, origin: str) -> IngestResult:
+    """Write validated (turn, ts, role, text) messages inside the caller's transaction, with the anti-loop rule."""
+    check_model(conn, embedder, now)
+    memory_ids: list[int] = []
+    message_ids: list[int] = []
+    for (turn, ts, role, text), vector in zip(plan, vectors, strict=True):
+        # Anti-loop: a reply that repeats an injected memory block is marked, never re-extracted.
+        echo = echo_injection_id(conn, turn.turn_id, text, now) if role == "companion" else None
+        if echo is None and HEADER in text:
+            echo = "pasted_block"  # a front end (or an imported history) holds our own block as a message
+        message_id, memory_id = write_message(conn, turn.turn_id, role, text, ts, turn.ts_iso, turn.salience,
+                                              vector, now, origin, echo)
+        message_ids.append(message_id)
+        if memory_id is not None:
+            memory_ids.append(memory_id)
     return IngestResult(memory_ids=memory_ids, message_ids=message_ids, created=bool(memory_ids))
 
 
@@ -181,17 +188,8 @@ def record_turns_bulk(conn: Any, embedder: Embedder, turns: Sequence[TurnInput],
         if progress:
             progress(start + len(chunk), len(distinct))
     vectors = [by_text.get(p[3]) for p in plan]
-    memory_ids: list[int] = []
-    message_ids: list[int] = []
     with transaction(conn):
-        check_model(conn, embedder, now)
-        for (turn, ts, role, text), vector in zip(plan, vectors, strict=True):
-            message_id, memory_id = write_message(conn, turn.turn_id, role, text, ts, turn.ts_iso, turn.salience,
-                                                  vector, now, origin, None)
-            message_ids.append(message_id)
-            if memory_id is not None:
-                memory_ids.append(memory_id)
-    return IngestResult(memory_ids=memory_ids, message_ids=message_ids, created=bool(memory_ids))
+        return _write_messages(conn, embedder, plan, vectors, now, origin)
 
 
 def index_life_event(conn: Any, embedder: Embedder, life_event_id: int, now: float) -> int:
