@@ -172,15 +172,19 @@ def stored_model(conn: Any) -> tuple[str, int] | None:
 
 def check_model(conn: Any, embedder: Embedder, now: float) -> None:
     """Record the model on first use; refuse a database whose vectors came from another model."""
-    stored = stored_model(conn)
-    if stored is None:
+    if refuse_other_model(conn, embedder) is None:
         conn.execute(q("mem_set_embedding_model"), {"name": embedder.name, "dim": embedder.dim, "now": now})
-        return
-    if stored != (embedder.name, embedder.dim):
+
+
+def refuse_other_model(conn: Any, embedder: Embedder) -> tuple[str, int] | None:
+    """The stored (model, dim), or None before the first vector; a StoreError when it is not `embedder`'s."""
+    stored = stored_model(conn)
+    if stored is not None and stored != (embedder.name, embedder.dim):
         raise StoreError(
             f"database vectors were made by embedding model {stored[0]} (dim {stored[1]}) but the configured model "
             f"is {embedder.name} (dim {embedder.dim}); run: anima reembed (or set [memory] embedding_model back)"
         )
+    return stored
 
 
 def vec_blob(row: np.ndarray) -> bytes:

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import InputError, StoreError
+from engine.errors import InputError
 from engine.memory import ranking, vector_index
 from engine.memory.context import build_block
-from engine.memory.embed import Embedder, stored_model, vec_blob
+from engine.memory.embed import Embedder, refuse_other_model, vec_blob
 from engine.memory.ranking import Candidate, RankParams
 from engine.memory.tokens import fts_query, jaccard_tokens
 from engine.settings import MemorySettings
@@ -239,12 +239,7 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         return RecallResult(query=text, mode="off")
     hybrid = bool(controls.get("memory_hybrid", True)) and embedder is not None
     if embedder is not None:
-        stored = stored_model(conn)
-        if stored is not None and stored != (embedder.name, embedder.dim):
-            raise StoreError(
-                f"database vectors were made by {stored[0]} (dim {stored[1]}) but the configured embedding model is "
-                f"{embedder.name} (dim {embedder.dim}); run: anima reembed"
-            )
+        refuse_other_model(conn, embedder)
     params = params or params_from_settings(settings)
     limit_ts = FAR_FUTURE if as_of is None else as_of
     n = k * settings.candidate_multiplier
