@@ -53,16 +53,20 @@ def _db_key(conn: Any) -> str:
     return database_file(conn) or f"memory:{id(conn)}"
 
 
-def _rows(conn: Any, after_id: int) -> tuple[np.ndarray, np.ndarray]:
+def _stack(rows: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, float32 matrix) from (id, embedding blob) rows."""
     ids: list[int] = []
     blobs: list[bytes] = []
-    for row in conn.execute(q("mem_embeddings_after"), {"after": after_id}):
+    for row in rows:
         ids.append(row["id"])
         blobs.append(row["embedding"])
     if not ids:
         return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
-    return np.array(ids, dtype=np.int64), matrix
+    return np.array(ids, dtype=np.int64), np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+
+
+def _rows(conn: Any, after_id: int) -> tuple[np.ndarray, np.ndarray]:
+    return _stack(conn.execute(q("mem_embeddings_after"), {"after": after_id}))
 
 
 def _missing(conn: Any, after: int, upto: int) -> set[int]:
@@ -71,14 +75,7 @@ def _missing(conn: Any, after: int, upto: int) -> set[int]:
 
 def _late_rows(conn: Any, missing: set[int]) -> tuple[np.ndarray, np.ndarray]:
     """The vectors that appeared since for ids that were missing (the indexer filled them)."""
-    ids: list[int] = []
-    blobs: list[bytes] = []
-    for row in conn.execute(q("mem_vectors_of"), {"ids": json.dumps(sorted(missing))}):
-        ids.append(row["id"])
-        blobs.append(row["embedding"])
-    if not ids:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    return np.array(ids, dtype=np.int64), np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+    return _stack(conn.execute(q("mem_vectors_of"), {"ids": json.dumps(sorted(missing))}))
 
 
 def _append(index: _Index, ids: np.ndarray, matrix: np.ndarray) -> None:
