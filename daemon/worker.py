@@ -103,7 +103,6 @@ class Worker:
         for item in recovered:
             ctx.log.warning("job.interrupted", job_id=item["job_id"], kind=item["kind"], attempt=item["attempt"],
                             since=item["since"], reason=jobs.REASON_RESTART, next=item["status"])
-        ctx.services["worker"] = self
         # Load the worker's own embedder and the lineage prototypes off the loop, before the first job needs them.
         self._warming = asyncio.ensure_future(asyncio.to_thread(self._prepare, ctx))
         self.poller = asyncio.create_task(self._poll_loop(ctx))

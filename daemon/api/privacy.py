@@ -29,14 +29,6 @@ MIN_SCAN_CHARS = 4  # shorter texts ("散步") are matched only as whole JSON st
 HEAD = MIN_SCAN_CHARS  # needles are indexed by this many leading characters
 
 
-class PrivacyViolation(Exception):
-    """A response carried untold life text; the body was withheld."""
-
-    def __init__(self, life_event_ids: list[int]):
-        super().__init__(f"response withheld: it carried untold life event text (ids {life_event_ids})")
-        self.life_event_ids = life_event_ids
-
-
 @dataclass
 class UntoldIndex:
     """The untold texts as needles to look for in serialised JSON, keyed by life event id."""

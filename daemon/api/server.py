@@ -52,7 +52,6 @@ class ApiComponent:
             await self.stop(ctx)  # closes the sites (and the socket they own)
             sock.close()
             raise
-        ctx.services["api_socket"] = str(path)
         ctx.log.info("api.listening", socket=str(path), mode=api.socket_mode, group=api.socket_group or None,
                      tcp=f"{tcp[0]}:{tcp[1]}" if tcp else None)
 

@@ -50,11 +50,6 @@ def document() -> dict[str, Any]:
     return json.loads(text)
 
 
-@cache
-def document_bytes() -> bytes:
-    return json.dumps(document(), ensure_ascii=False).encode("utf-8")
-
-
 def _resolve_local(ref: str) -> Any:
     node: Any = document()
     for part in ref.removeprefix("#/").split("/"):

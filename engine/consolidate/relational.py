@@ -45,9 +45,6 @@ class RelMatch:
     slot: str  # "" when the kind never supersedes
     value: str  # normalised identity ("小林", "那个长长的"); "" when the rule has none
 
-    def same_identity(self, other: RelMatch) -> bool:
-        return self.kind == other.kind and self.slot == other.slot and bool(self.value) and self.value == other.value
-
 
 Patterns = tuple[re.Pattern[str], re.Pattern[str] | None, re.Pattern[str] | None]
 

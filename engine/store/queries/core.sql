@@ -7,9 +7,6 @@ VALUES (1, :name, :birth_local, :birth_tz, :birth_utc, :birth_place, :bazi_sect,
 -- name: get_companion
 SELECT * FROM companion WHERE id = 1
 
--- name: set_persona
-UPDATE companion SET persona_json = :persona_json WHERE id = 1
-
 -- name: insert_event
 INSERT INTO event_log (ts, kind, detail_json) VALUES (:ts, :kind, :detail_json)
 

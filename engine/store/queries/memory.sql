@@ -109,9 +109,6 @@ SELECT id, block_text, memory_ids_json FROM context_injection WHERE ts >= :since
 -- name: mem_all_episodic_for_reembed
 SELECT e.id, e.raw FROM mem_episodic e ORDER BY e.id
 
--- name: mem_count_episodic
-SELECT count(*) FROM mem_episodic
-
 -- name: mem_drop_mem_vec
 DROP TABLE IF EXISTS mem_vec
 
