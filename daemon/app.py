@@ -25,7 +25,6 @@ from daemon.component import Component, DaemonContext
 from daemon.components import COMPONENTS
 from daemon.config import load_settings
 from daemon.db import AsyncStore
-from daemon.lock import DaemonLock
 from daemon.logs import configure_logging, get_logger
 from daemon.sdnotify import Notifier
 from engine.companion import create_companion
@@ -34,6 +33,7 @@ from engine.settings import Settings
 from engine.store import connect, driver_name, migrate
 from engine.store.core import controls as read_controls
 from engine.store.core import daemon_state, get_companion, log_event
+from engine.store.lock import DaemonLock
 from engine.store.migrate import check_not_newer, db_schema_version
 from engine.store.queries import q
 

@@ -17,20 +17,18 @@ and are hashed like any other, which covers their contents consistently.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import struct
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError, LockedError, StoreError
+from engine.errors import InputError, StoreError
 from engine.store.connect import connect, sqlite_module
+from engine.store.lock import DaemonLock
 from engine.store.migrate import check_not_newer, code_schema_version, db_schema_version
 
 MANIFEST_FORMAT = 1
@@ -39,11 +37,6 @@ MANIFEST_SUFFIX = ".manifest.json"
 
 def manifest_path(snapshot: Path) -> Path:
     return snapshot.with_name(snapshot.name + MANIFEST_SUFFIX)
-
-
-def lock_path(db_path: Path) -> Path:
-    """The daemon's lock file (same rule as daemon/lock.py)."""
-    return db_path.with_name(db_path.name + ".lock")
 
 
 # ---------------------------------------------------------------- hashing
@@ -284,25 +277,8 @@ def _write_json(path: Path, value: Any) -> None:
 # ---------------------------------------------------------------- restore
 
 
-@contextlib.contextmanager
-def daemon_lock(db_path: Path) -> Iterator[None]:
-    """Hold the daemon's own exclusive lock: fails at once if a daemon runs, keeps one from starting meanwhile."""
-    path = lock_path(db_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise LockedError(f"database {db_path} is in use by a running anima daemon (pid {holder}); stop it "
-                              "first (systemctl stop anima), then restore") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+RESTORE_REFUSAL = ("database {db} is in use by a running anima daemon (pid {pid}); stop it first "
+                   "(systemctl stop anima), then restore")
 
 
 def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
@@ -313,7 +289,7 @@ def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
     seen = verify(snapshot)
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
     backup: Path | None = None
-    with daemon_lock(target):
+    with DaemonLock(target).held(RESTORE_REFUSAL):
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".restoring")
         shutil.copyfile(snapshot, partial)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from daemon.lock import DaemonLock
 from engine.errors import InputError, LockedError, StoreError
 from engine.memory.ingest import TurnInput, record_turn
 from engine.snapshot import export, manifest_path, restore, table_digests, verify
 from engine.store import connect
 from engine.store.life import add_life_event
+from engine.store.lock import DaemonLock
 from tests.api_support import T0, HashEmbedder, make_database
 
 EMBEDDER = HashEmbedder()

@@ -7,9 +7,9 @@ import time
 from typing import Any
 
 from daemon.cli.env import CliEnv
-from daemon.lock import is_locked
 from engine.store import code_schema_version, db_schema_version, driver_name
 from engine.store.core import controls, daemon_state, get_companion
+from engine.store.lock import is_locked
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

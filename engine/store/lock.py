@@ -2,13 +2,16 @@
 
 A lock file beside the database (not SQLite's own locking_mode=EXCLUSIVE) keeps the file readable
 by the CLI (`anima recall`, `anima status`) while the daemon runs, and the kernel drops the lock
-when the process dies, even on kill -9, so there is no stale lock to clean up.
+when the process dies, even on kill -9, so there is no stale lock to clean up. `anima restore`
+takes the same lock while it replaces the file, so no daemon can start on a half-restored database.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from engine.errors import LockedError
@@ -23,7 +26,9 @@ class DaemonLock:
         self.path = lock_path(db_path)
         self.fd: int | None = None
 
-    def acquire(self) -> None:
+    def acquire(self, refusal: str = "database {db} is already used by another anima daemon (pid {pid}); "
+                                     "stop it first or pass another --db") -> None:
+        """Take the lock or raise LockedError with `refusal` ({db} and the holder's {pid} filled in)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o640)
         try:
@@ -31,10 +36,7 @@ class DaemonLock:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise LockedError(
-                f"database {self.path.with_suffix('')} is already used by another anima daemon (pid {holder}); "
-                "stop it first or pass another --db"
-            ) from None
+            raise LockedError(refusal.format(db=self.path.with_suffix(""), pid=holder)) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self.fd = fd
@@ -45,9 +47,17 @@ class DaemonLock:
             os.close(self.fd)
             self.fd = None
 
+    @contextlib.contextmanager
+    def held(self, refusal: str) -> Iterator[None]:
+        self.acquire(refusal)
+        try:
+            yield
+        finally:
+            self.release()
+
 
 def is_locked(db_path: Path) -> bool:
-    """True when a daemon holds the database (used by status and restore)."""
+    """True when a daemon (or a restore) holds the database: for `anima status`."""
     path = lock_path(db_path)
     if not path.exists():
         return False
