@@ -166,19 +166,10 @@ def inspect(path: Path) -> dict[str, Any]:
         raise InputError(f"snapshot {path} does not exist")
     conn = connect(path, readonly=True)
     try:
-        return {"integrity": integrity(conn), "schema_version": db_schema_version_ro(conn),
+        return {"integrity": integrity(conn), "schema_version": db_schema_version(conn),
                 "tables": table_digests(conn), "summary": summary(conn)}
     finally:
         conn.close()
-
-
-def db_schema_version_ro(conn: Any) -> int:
-    row = conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchone()
-    if not row[0]:
-        return 0
-    return int(conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])
 
 
 def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]:

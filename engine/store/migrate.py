@@ -41,11 +41,11 @@ def code_schema_version() -> int:
 
 
 def applied_versions(conn: Any) -> set[int]:
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-    )
-    return {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    """The migrations a database has; a read only, so it works on a read-only connection (a snapshot)."""
+    exists = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()[0]
+    return {row[0] for row in conn.execute("SELECT version FROM schema_migrations")} if exists else set()
 
 
 def db_schema_version(conn: Any) -> int:
@@ -67,6 +67,10 @@ def check_not_newer(conn: Any) -> None:
 def migrate(conn: Any, now: float | None = None) -> list[int]:
     """Apply every missing migration in order; return the versions applied."""
     check_not_newer(conn)
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+    )
     done = applied_versions(conn)
     applied = []
     for migration in known_migrations():
