@@ -45,13 +45,14 @@ class LifeComponent:
         if result["transitions"]:
             ctx.log.info("life.transition", activity=result["activity"], transitions=result["transitions"],
                          life_events=result["life_events"])
-        await self._refresh_summary(ctx, now)
+        self._summarise(result["mood"], result["activity"])  # the state the step just computed: no second read
 
     async def _refresh_summary(self, ctx: DaemonContext, now: float) -> None:
         snap = await ctx.store.call(inner_snapshot, ctx.settings, self.persona, now)
-        mood = snap["mood"]
-        activity = snap["activity"]["kind"] if snap["activity"] else "-"
-        self._summary = f"mood {mood['label']} energy {snap['energy']:.2f} doing {activity}"
+        self._summarise(snap["mood"], snap["activity"]["kind"] if snap["activity"] else None)
+
+    def _summarise(self, mood: dict[str, Any], activity: str | None) -> None:
+        self._summary = f"mood {mood['label']} energy {mood['e']:.2f} doing {activity or '-'}"
 
     async def stop(self, ctx: DaemonContext) -> None:
         return None

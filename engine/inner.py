@@ -34,7 +34,8 @@ def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: floa
                controls: dict[str, Any]) -> dict[str, Any]:
     """One heartbeat: step mood/energy (control 'heartbeat') and the activity machine (control 'life') to now.
 
-    Returns {"backwards": bool, "transitions": n, "life_events": n, "activity": kind}. A clock that
+    Returns {"backwards": bool, "transitions": n, "life_events": n, "activity": kind, "mood": her mood
+    now (numbers, energy "e" and label, as in inner_snapshot)}. A clock that
     went backwards steps nothing (dt = 0) and re-anchors her time at `now`; the caller logs it.
     """
     heartbeat_on = bool(controls.get("heartbeat", True))
@@ -78,7 +79,7 @@ def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: floa
         life.last_step_at = now
         life.save(now)
     return {"backwards": backwards, "transitions": transitions, "life_events": len(life.events),
-            "activity": cur["kind"] if cur else None}
+            "activity": cur["kind"] if cur else None, "mood": _mood_dict(life, now)}
 
 
 def _ends_by(cur: dict[str, Any], settings: Settings) -> float:
