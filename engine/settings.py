@@ -37,6 +37,10 @@ class HeartbeatSettings:
     interval_s: float = 15.0
     lag_warn_ms: float = 1000.0
 
+    def is_fresh(self, age_s: float) -> bool:
+        """A last beat this old still means a live daemon: three missed beats and 5 s of slack."""
+        return age_s <= 3 * self.interval_s + 5
+
 
 @dataclass(frozen=True)
 class LogSettings:

@@ -21,11 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def collect(conn: Any, env: CliEnv) -> dict[str, Any]:
     companion = get_companion(conn)
     state = daemon_state(conn) or {}
-    interval = env.settings.heartbeat.interval_s
     wall = time.time()
     locked = is_locked(env.db_path)
     last_wall = state.get("last_beat_wall")
-    alive = bool(locked and last_wall is not None and wall - last_wall <= 3 * interval + 5)
+    alive = bool(locked and last_wall is not None and env.settings.heartbeat.is_fresh(wall - last_wall))
     report: dict[str, Any] = {
         "db": str(env.db_path),
         "companion": None,

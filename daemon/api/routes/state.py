@@ -65,7 +65,7 @@ async def get_health(request: web.Request, api: ApiState, body: None) -> dict[st
     last = ctx.last_beat_at or None
     age = None if last is None else round(max(0.0, now - last), 3)
     # Alive: the loop answers (we are here), the database answers, and the heartbeat is not stuck.
-    beating = age is None or age <= 3 * api.settings.heartbeat.interval_s + 5
+    beating = age is None or api.settings.heartbeat.is_fresh(age)
     out: dict[str, Any] = {
         "alive": db_ok and beating,
         "db_ok": db_ok,
