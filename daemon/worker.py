@@ -28,6 +28,7 @@ from engine.consolidate.run import JOB_KIND, consolidate_once
 from engine.settings import Settings
 from engine.store import connect
 from engine.store.core import controls as read_controls
+from engine.store.life import current_activity
 from engine.store.queries import q
 
 SLOW_ENV = "ANIMA_TEST_SLOW_CONSOLIDATION"
@@ -76,11 +77,11 @@ def should_schedule(*, now: float, tz: str, cron_hour: int, last_done: float | N
 
 
 def _schedule_state(conn: Any) -> dict[str, Any]:
-    activity = conn.execute(q("current_activity")).fetchone()
+    finished = conn.execute(q("last_finished_of_kind"), {"kind": JOB_KIND}).fetchone()
     return {
-        "last_done": conn.execute(q("last_done_of_kind"), {"kind": JOB_KIND}).fetchone()["finished_at"],
-        "last_failed": conn.execute(q("last_failed_of_kind"), {"kind": JOB_KIND}).fetchone()["finished_at"],
-        "activity": dict(activity) if activity else None,
+        "last_done": finished["last_done"],
+        "last_failed": finished["last_failed"],
+        "activity": current_activity(conn),
         "backlog": int(conn.execute(q("count_unconsolidated")).fetchone()[0]),
     }
 

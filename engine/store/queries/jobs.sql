@@ -56,11 +56,7 @@ INSERT INTO job_event (job_id, ts, attempt, event, detail_json) VALUES (:job_id,
 -- name: job_events
 SELECT * FROM job_event WHERE job_id = :job_id ORDER BY id
 
--- name: last_done_of_kind
-SELECT max(finished_at) AS finished_at FROM job WHERE kind = :kind AND status = 'done'
-
--- name: current_activity
-SELECT kind, started_at FROM activity WHERE status = 'current'
-
--- name: last_failed_of_kind
-SELECT max(finished_at) AS finished_at FROM job WHERE kind = :kind AND status = 'failed'
+-- name: last_finished_of_kind
+SELECT max(CASE WHEN status = 'done' THEN finished_at END) AS last_done,
+       max(CASE WHEN status = 'failed' THEN finished_at END) AS last_failed
+FROM job WHERE kind = :kind AND status IN ('done', 'failed')
