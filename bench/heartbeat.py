@@ -28,7 +28,7 @@ START = 1_736_100_000.0  # 2025-01-06 02:00 +08:00; fixed so runs compare
 def tick_cost(ticks: int, interval_s: float) -> dict[str, float]:
     from engine.companion import create_companion
     from engine.inner import resume_after_gap, step_inner
-    from engine.persona import Persona
+    from engine.persona import persona_of_companion
     from engine.settings import Settings
     from engine.store import connect, migrate
 
@@ -38,7 +38,7 @@ def tick_cost(ticks: int, interval_s: float) -> dict[str, float]:
         migrate(conn, now=START)
         companion = create_companion(conn, name="小安", birth_local="1990-08-15 08:30", tz="Asia/Shanghai",
                                      place=None, sect=2, now=START)
-        persona = Persona.from_dict(companion["persona"])
+        persona = persona_of_companion(companion)
         resume_after_gap(conn, settings, persona, None, START)
         controls = {"heartbeat": True, "life": True}
         costs, cpu, transitions = [], [], 0

@@ -6,15 +6,7 @@ from typing import Any
 
 from daemon.component import DaemonContext
 from engine.inner import inner_snapshot, resume_after_gap, step_inner
-from engine.persona import Persona, persona_from_chart
-
-
-def _persona_of(companion: dict[str, Any] | None) -> Persona | None:
-    if not companion:
-        return None
-    if companion.get("persona"):
-        return Persona.from_dict(companion["persona"])
-    return persona_from_chart(companion["chart"])
+from engine.persona import Persona, persona_of_companion
 
 
 class LifeComponent:
@@ -25,7 +17,7 @@ class LifeComponent:
         self._summary = ""
 
     async def start(self, ctx: DaemonContext) -> None:
-        self.persona = _persona_of(ctx.companion)
+        self.persona = persona_of_companion(ctx.companion)
         ctx.services["persona"] = self.persona
         last_beat = ctx.services.get("last_beat_before_start")
         now = ctx.clock.now()

@@ -158,3 +158,16 @@ def describe_persona(chart: dict[str, Any], persona: Persona) -> dict[str, Any]:
         "喜欢": "、".join(_ZH_CATEGORY[c] for c in favourite),
         "说明": "这是借用五行文化词汇的人设工具，不是对真人的判断。",
     }
+
+
+def persona_of_companion(companion: dict[str, Any] | None) -> Persona | None:
+    """Her Persona from the companion row: the stored mapping, or the chart's when none was stored.
+
+    Every reader (the daemon's parts, the API, the CLI) goes through here, so all of them step and
+    describe the same person.
+    """
+    if not companion:
+        return None
+    if companion.get("persona"):
+        return Persona.from_dict(companion["persona"])
+    return persona_from_chart(companion["chart"])

@@ -18,7 +18,7 @@ from typing import Any
 from daemon.cli.env import CliEnv
 from engine import activity as act
 from engine.errors import InputError
-from engine.persona import Persona, describe_persona
+from engine.persona import Persona, describe_persona, persona_of_companion
 from engine.settings import Settings
 from engine.store import connect, migrate
 from engine.store import life as life_store
@@ -63,7 +63,7 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
             migrate(conn, now=start)
             companion = create_companion(conn, name=name, birth_local=birth[0], tz=birth[1], place=None,
                                          sect=birth[2], now=start)
-            persona = Persona.from_dict(companion["persona"])
+            persona = persona_of_companion(companion)
             controls = {"heartbeat": True, "life": True}
             resume_after_gap(conn, settings, persona, None, start)
             end = start + days * 86400.0

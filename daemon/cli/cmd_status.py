@@ -59,10 +59,10 @@ def collect(conn: Any, env: CliEnv) -> dict[str, Any]:
 def _inner(conn: Any, env: CliEnv, companion: dict[str, Any]) -> dict[str, Any]:
     try:
         from engine.inner import inner_snapshot
-        from engine.persona import Persona
+        from engine.persona import persona_of_companion
     except ImportError:
         return {}
-    persona = Persona.from_dict(companion["persona"]) if companion.get("persona") else None
+    persona = persona_of_companion(companion)
     return {"inner": inner_snapshot(conn, env.settings, persona, env.clock.now())}
 
 

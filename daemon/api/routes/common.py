@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from daemon.api.http import ApiState
-from engine.persona import Persona
+from engine.persona import Persona, persona_of_companion
 
 
 def persona_of(api: ApiState) -> Persona:
@@ -18,8 +18,7 @@ def persona_of(api: ApiState) -> Persona:
     if published is not None:
         return published  # type: ignore[no-any-return]
     if api.persona_obj is None:
-        companion = api.ctx.companion or {}
-        api.persona_obj = Persona.from_dict(companion.get("persona"))
+        api.persona_obj = persona_of_companion(api.ctx.companion) or Persona.from_dict(None)
     return api.persona_obj  # type: ignore[no-any-return]
 
 
