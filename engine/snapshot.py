@@ -173,7 +173,8 @@ def inspect(path: Path) -> dict[str, Any]:
 
 
 def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Check a snapshot; raise StoreError naming the first problem. Returns what was inspected."""
+    """Check a snapshot; raise StoreError naming the first problem. Returns what was inspected, with the
+    file's hash (restore compares its copy against it)."""
     if manifest is None:
         mpath = manifest_path(path)
         if not mpath.exists():
@@ -183,10 +184,11 @@ def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]
     if manifest.get("format") != MANIFEST_FORMAT:
         raise StoreError(f"manifest of {path} has format {manifest.get('format')!r}; this anima reads format "
                          f"{MANIFEST_FORMAT}")
-    if manifest.get("file_sha256") and file_sha256(path) != manifest["file_sha256"]:
+    digest = file_sha256(path)
+    if manifest.get("file_sha256") and digest != manifest["file_sha256"]:
         raise StoreError(f"snapshot {path} does not match its manifest (file hash differs): it was changed or "
                          "damaged after export; use another snapshot")
-    seen = inspect(path)
+    seen = {**inspect(path), "file_sha256": digest}
     if seen["integrity"] != "ok":
         raise StoreError(f"snapshot {path} fails PRAGMA integrity_check: {seen['integrity'][:200]}")
     if seen["schema_version"] > code_schema_version():
@@ -286,7 +288,7 @@ def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
         shutil.copyfile(snapshot, partial)
         with open(partial, "rb") as handle:
             os.fsync(handle.fileno())
-        if file_sha256(partial) != file_sha256(snapshot):
+        if file_sha256(partial) != seen["file_sha256"]:
             partial.unlink(missing_ok=True)
             raise StoreError(f"copy of {snapshot} to {partial} differs from the snapshot; check the disk")
         if target.exists():
