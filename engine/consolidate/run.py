@@ -15,6 +15,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -112,8 +113,7 @@ def build_candidates(episodes: Sequence[Episode], vectors: np.ndarray, matcher: 
                 text=leader.text.strip(), ts=leader.ts, date=calendar_date(leader.ts, leader.ts_iso),
                 vector=vectors[indices[0]], importance=max(episodes[i].importance for i in indices)))
     candidates.sort(key=lambda c: (c.ts, c.episode_ids[0]))
-    return [Candidate(cid=f"c{n}", episode_ids=c.episode_ids, subject=c.subject, key=c.key, text=c.text, ts=c.ts,
-                      date=c.date, vector=c.vector, importance=c.importance) for n, c in enumerate(candidates, 1)]
+    return [replace(c, cid=f"c{n}") for n, c in enumerate(candidates, 1)]
 
 
 def rounds_of(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
@@ -147,9 +147,7 @@ class Simulation(Ledger[Entry]):
                     self.steps.append(MergeInto(prior, cand.episode_ids, cand.importance))
                 self.counts["merged"] += 1
                 entry = self.active[eid]
-                self.active[eid] = Entry(entry.eid, entry.fact_id, entry.subject, entry.key, entry.statement,
-                                         entry.sentence, entry.valid_from, entry.vector,
-                                         tuple(sorted(set(entry.evidence) | set(cand.episode_ids))))
+                self.active[eid] = replace(entry, evidence=tuple(sorted(set(entry.evidence) | set(cand.episode_ids))))
                 continue
             new_eid = self._add(cand, origin)
             if op.action == "superseded":
