@@ -46,7 +46,7 @@ def tick_cost(ticks: int, interval_s: float) -> dict[str, float]:
         for _ in range(ticks):
             t += interval_s
             began, began_cpu = time.perf_counter_ns(), time.thread_time_ns()
-            result = step_inner(conn, settings, persona, t, interval_s, controls)
+            result = step_inner(conn, settings, persona, t, controls)
             cpu.append((time.thread_time_ns() - began_cpu) / 1e6)
             costs.append((time.perf_counter_ns() - began) / 1e6)
             transitions += result["transitions"]

@@ -31,7 +31,7 @@ class LifeComponent:
             return
         if ctx.services.get("persona") is not self.persona:  # someone re-derived it (e.g. after SIGHUP)
             self.persona = ctx.services.get("persona")
-        result = await ctx.store.call(step_inner, ctx.settings, self.persona, now, dt, dict(ctx.controls))
+        result = await ctx.store.call(step_inner, ctx.settings, self.persona, now, dict(ctx.controls))
         if result["backwards"]:
             ctx.log.warning("clock.backwards", part="life")
         if result["transitions"]:

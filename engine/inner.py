@@ -30,7 +30,7 @@ __all__ = [
 # --- public API ----------------------------------------------------------------------------------
 
 
-def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: float, dt: float,
+def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: float,
                controls: dict[str, Any]) -> dict[str, Any]:
     """One heartbeat: step mood/energy (control 'heartbeat') and the activity machine (control 'life') to now.
 

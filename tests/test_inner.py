@@ -51,7 +51,7 @@ def run_until(conn, persona, t: float, until: float, step: float = 300.0, settin
               controls: dict | None = None) -> float:
     while t < until:
         t = min(until, t + step)
-        step_inner(conn, settings, persona, t, step, controls or ON)
+        step_inner(conn, settings, persona, t, controls or ON)
     return t
 
 
@@ -83,7 +83,7 @@ def test_chat_suspends_reading_and_it_resumes_with_the_remaining_time(conn, pers
     assert suspended["remaining_s"] == pytest.approx(remaining, abs=0.01)
     assert store.current_activity(conn)["kind"] == "chat"
     quiet_at = t + S.life.quiet_after_chat_s
-    step_inner(conn, S, persona, quiet_at + 1, 1, ON)
+    step_inner(conn, S, persona, quiet_at + 1, ON)
     resumed = store.current_activity(conn)
     assert resumed["kind"] == "reading" and resumed["why"] == "resume"
     assert resumed["started_at"] == pytest.approx(quiet_at)
@@ -101,9 +101,9 @@ def test_long_chat_means_the_interrupted_activity_is_abandoned(conn, persona) ->
     reading = store.current_activity(conn)
     for i in range(30):  # a chat turn every 5 minutes for 2.5 hours keeps the chat going
         interrupt_for_chat(conn, f"turn-{i}", t + i * 300, quiet_after_chat_s=S.life.quiet_after_chat_s)
-        step_inner(conn, S, persona, t + i * 300 + 1, 1, ON)
+        step_inner(conn, S, persona, t + i * 300 + 1, ON)
     end = t + 29 * 300 + S.life.quiet_after_chat_s
-    step_inner(conn, S, persona, end + 5, 5, ON)
+    step_inner(conn, S, persona, end + 5, ON)
     row = conn.execute("SELECT status FROM activity WHERE id = ?", (reading["id"],)).fetchone()
     assert row["status"] == "abandoned"
     events = store.life_events(conn, since=t, told_only=False)
@@ -136,11 +136,11 @@ def test_clock_going_backwards_steps_nothing_and_is_reported(conn, persona) -> N
     resume_after_gap(conn, S, persona, None, START)
     t = run_until(conn, persona, START, START + 3600)
     before = store.get_inner_state(conn)
-    result = step_inner(conn, S, persona, t - 600, 0, ON)
+    result = step_inner(conn, S, persona, t - 600, ON)
     assert result["backwards"] is True and result["transitions"] == 0
     after = store.get_inner_state(conn)
     assert after["mood"]["pos"] == before["mood"]["pos"] and after["energy"]["s"] == before["energy"]["s"]
-    assert step_inner(conn, S, persona, t - 300, 300, ON)["backwards"] is False
+    assert step_inner(conn, S, persona, t - 300, ON)["backwards"] is False
 
 
 def test_life_toggle_freezes_the_activity_machine(conn, persona) -> None:
@@ -235,7 +235,7 @@ def test_a_chat_at_night_wakes_her_and_she_goes_back_to_sleep(conn, persona) -> 
     t = find_current(conn, persona, "sleep", START, 3 * 3600)
     sleep = store.current_activity(conn)
     interrupt_for_chat(conn, "night-turn", t + 60, quiet_after_chat_s=S.life.quiet_after_chat_s)
-    step_inner(conn, S, persona, t + 60 + S.life.quiet_after_chat_s + 1, 1, ON)
+    step_inner(conn, S, persona, t + 60 + S.life.quiet_after_chat_s + 1, ON)
     again = store.current_activity(conn)
     assert again["kind"] == "sleep" and again["why"] == "resume"
     assert again["expected_end"] == pytest.approx(sleep["expected_end"])   # she still wakes when she planned to

@@ -35,7 +35,7 @@ def lived_db(tmp_path: Path) -> tuple[Path, float]:
     t = start
     while t < now - 60:
         t = min(now - 60, t + 300)
-        step_inner(conn, S, persona, t, 300, {"heartbeat": True, "life": True})
+        step_inner(conn, S, persona, t, {"heartbeat": True, "life": True})
     conn.close()
     return db, start
 

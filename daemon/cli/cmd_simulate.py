@@ -71,7 +71,7 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
             t = start
             while t < stop:
                 t = min(stop, t + step_s)
-                step_inner(conn, settings, persona, t, step_s, controls)
+                step_inner(conn, settings, persona, t, controls)
             rows = life_store.activities(conn, start, stop)
             events = life_store.life_events(conn, start, stop, told_only=False)
             trace = life_store.trace(conn, start, stop)
