@@ -11,6 +11,21 @@ from engine.settings import MemorySettings
 from engine.store import connect, migrate
 
 EVALDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata"
+
+
+def require_evaldata(name: str) -> Path:
+    """The folder of one shared evaluation set, or skip the calling test module.
+
+    The sets live in ../shared beside the checkout (they carry their own licences and are never
+    copied into the repo); a user's clone has no ../shared, and its tests must still pass.
+    """
+    folder = EVALDATA / name
+    if not folder.is_dir():
+        import pytest
+
+        pytest.skip(f"needs ../shared/evaldata/{name} beside the checkout (not in a plain clone)",
+                    allow_module_level=True)
+    return folder
 ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
 SETTINGS = MemorySettings()
 

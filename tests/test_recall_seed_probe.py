@@ -10,9 +10,9 @@ import pytest
 
 from engine.memory.importer import import_history
 from engine.memory.recall import recall
-from tests.memory_helpers import EVALDATA, ON, SETTINGS, add_life_event, embedder, fresh_db
+from tests.memory_helpers import ON, SETTINGS, add_life_event, embedder, fresh_db, require_evaldata
 
-SEED = EVALDATA / "seed-probe"
+SEED = require_evaldata("seed-probe")
 NOW = 1800000000.0  # the review's fixed 'now'
 UNTOLD = json.loads((SEED / "untold_life.json").read_text(encoding="utf-8"))[0]
 

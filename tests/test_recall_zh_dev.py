@@ -6,9 +6,9 @@ import pytest
 
 from engine.memory.importer import import_history
 from engine.memory.recall import recall
-from tests.memory_helpers import EVALDATA, ON, SETTINGS, add_life_event, embedder, fresh_db
+from tests.memory_helpers import ON, SETTINGS, add_life_event, embedder, fresh_db, require_evaldata
 
-ZH = EVALDATA / "zh-dev"
+ZH = require_evaldata("zh-dev")
 PROBES = json.loads((ZH / "probes.json").read_text(encoding="utf-8"))
 UNTOLD = json.loads((ZH / "untold_life.json").read_text(encoding="utf-8"))
 # Query times: right after the last turn, the real 'now' of this project, and a year later.
