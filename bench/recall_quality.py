@@ -50,7 +50,7 @@ def fresh_db(directory: Path, name: str) -> Any:
 
 def ranked_turns(conn: Any, embedder: Embedder, query: str, settings: MemorySettings, params: RankParams,
                  controls: dict[str, Any], now: float, k: int = 10) -> list[str]:
-    result = recall(conn, embedder, query, settings=settings, controls=controls, now=now, k=k, bump=False,
+    result = recall(conn, embedder, query, settings=settings, controls=controls, now=now, k=k,
                     params=params)
     return [h.turn_id or "" for h in result.hits]
 

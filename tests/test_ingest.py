@@ -141,14 +141,14 @@ def test_in_process_index_finds_the_same_neighbours_as_sqlite_vec(conn):
     texts = ["我养了一只猫叫团子", "周末去爬了香山", "最近在学做寿司", "我对海鲜过敏", "弟弟明年高考", "我住在上海徐汇"]
     for i, text in enumerate(texts):
         record_turn(conn, embedder(), TurnInput(f"b{i}", text, None, "2026-06-01T10:00:00+08:00"), NOW)
-    exact = recall(conn, embedder(), "我的宠物", settings=SETTINGS, controls=ON, now=NOW, bump=False)
+    exact = recall(conn, embedder(), "我的宠物", settings=SETTINGS, controls=ON, now=NOW)
     binary = recall(conn, embedder(), "我的宠物", settings=replace(SETTINGS, ram_index_from=0), controls=ON,
-                    now=NOW, bump=False)
+                    now=NOW)
     assert [h.memory_id for h in binary.hits] == [h.memory_id for h in exact.hits]
     assert binary.hits[0].turn_id == "b0"
     record_turn(conn, embedder(), TurnInput("b9", "我的小狗叫豆豆", None, "2026-06-02T10:00:00+08:00"), NOW)
     grown = recall(conn, embedder(), "我的小狗叫什么", settings=replace(SETTINGS, ram_index_from=0), controls=ON,
-                   now=NOW, bump=False)
+                   now=NOW)
     assert grown.hits[0].turn_id == "b9"  # rows added after the index was built are found
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from engine.memory.importer import import_history
 from engine.memory.recall import recall
+from engine.memory.usage import strengthen
 from tests.memory_helpers import ON, SETTINGS, add_life_event, embedder, fresh_db, require_evaldata
 
 SEED = require_evaldata("seed-probe")
@@ -27,7 +28,7 @@ def seeded(tmp_path_factory):
 
 
 def ask(conn, query, k=6, now=NOW):
-    return recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=now, k=k, bump=False)
+    return recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=now, k=k)
 
 
 def test_e1_paraphrase_finds_t1(seeded):
@@ -43,7 +44,7 @@ def test_e1_paraphrase_finds_t1_by_vector_lane_alone(seeded):
 
     params = replace(params_from_settings(SETTINGS), text_weight=0.0, vector_weight=1.0)
     result = recall(seeded[1], embedder(), "之前买的那本诗歌选集，封面是什么颜色", settings=SETTINGS, controls=ON,
-                    now=NOW, k=3, bump=False, params=params)
+                    now=NOW, k=3, params=params)
     assert "t1" in [h.turn_id for h in result.hits]
 
 
@@ -65,7 +66,7 @@ def test_e3_context_block_keeps_the_details(seeded):
 
 def test_e3_reread_off_shows_the_row_only(seeded):
     result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, controls={**ON, "memory_reread": False},
-                    now=NOW, bump=False)
+                    now=NOW)
     hit = result.hits[0]
     assert hit.text in result.context
     other = "用户：" if hit.role == "companion" else "你："
@@ -104,19 +105,20 @@ def test_search_off_gives_nothing(seeded):
 
 def test_hybrid_off_uses_keyword_lane_only(seeded):
     controls = {**ON, "memory_hybrid": False}
-    result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, controls=controls, now=NOW, bump=False)
+    result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, controls=controls, now=NOW)
     assert result.mode.startswith("keyword") and result.hits[0].turn_id == "t1"
     # A paraphrase with no shared keyword finds nothing without the vector lane.
-    assert recall(seeded[1], embedder(), "那本诗歌选集", settings=SETTINGS, controls=controls, now=NOW,
-                  bump=False).hits == [] or True
+    assert recall(seeded[1], embedder(), "那本诗歌选集", settings=SETTINGS, controls=controls, now=NOW).hits == [] or True
 
 
-def test_recall_bumps_use_counts(seeded):
+def test_recall_reads_without_writing_and_use_strengthens(seeded):
     conn = seeded[1]
     hit = ask(conn, "海雾").hits[0]
     sql = "SELECT recall_count, accessibility, last_recalled_at FROM mem_episodic WHERE id = ?"
     before = conn.execute(sql, (hit.memory_id,)).fetchone()
     recall(conn, embedder(), "海雾", settings=SETTINGS, controls=ON, now=NOW + 86400)
+    assert tuple(conn.execute(sql, (hit.memory_id,)).fetchone()) == tuple(before)
+    assert strengthen(conn, [hit.memory_id], NOW + 86400) == 1
     after = conn.execute(sql, (hit.memory_id,)).fetchone()
     assert after["recall_count"] == before["recall_count"] + 1
     assert after["accessibility"] > before["accessibility"]

@@ -25,7 +25,7 @@ def conn(tmp_path_factory):
 
 
 def turns(c, query, now, k=10):
-    return recall(c, embedder(), query, settings=SETTINGS, controls=ON, now=now, k=k, bump=False)
+    return recall(c, embedder(), query, settings=SETTINGS, controls=ON, now=now, k=k)
 
 
 @pytest.mark.parametrize("now", NOWS)

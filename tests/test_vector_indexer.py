@@ -35,7 +35,7 @@ def count(conn: Any, table: str) -> int:
 
 
 def turn_ids(conn: Any, query: str, **kw: Any) -> list[str]:
-    result = recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=NOW, bump=False, **kw)
+    result = recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=NOW, **kw)
     return [hit.turn_id for hit in result.hits]
 
 

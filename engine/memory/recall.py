@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -18,7 +17,7 @@ from engine.memory.embed import Embedder, refuse_other_model, vec_blob
 from engine.memory.ranking import Candidate, RankParams
 from engine.memory.tokens import fts_query, jaccard_tokens
 from engine.settings import MemorySettings
-from engine.store.connect import database_file, transaction
+from engine.store.connect import database_file
 from engine.store.queries import q
 
 FAR_FUTURE = 1e13
@@ -227,9 +226,14 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
 
 def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, controls: dict[str, Any],
            now: float, k: int | None = None, budget: int | None = None, as_of: float | None = None,
-           extra_sources: Sequence[Callable[..., list[Any]]] = (), bump: bool = True,
+           extra_sources: Sequence[Callable[..., list[Any]]] = (),
            query_vec: np.ndarray | None = None, params: RankParams | None = None) -> RecallResult:
-    """Recall memories for `query` at time `now`; see the module docstring and ranking.py for the rules."""
+    """Recall memories for `query` at time `now`; see the module docstring and ranking.py for the rules.
+
+    Reading never writes: a recall leaves the database as it found it, so inspection (`anima recall`,
+    `--batch`, the benches) and the order of queries cannot change what is found next. A memory is
+    strengthened only when a reply used it (engine/memory/usage.py).
+    """
     text = check_query(query, settings.max_query_chars)
     k = settings.k if k is None else k
     if not 1 <= k <= 50:
@@ -299,18 +303,5 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         hits.sort(key=lambda h: -h.score)
         hits = hits[:k]
     block, used, fact_ids = build_block(conn, hits, budget, bool(controls.get("memory_reread", True)), limit_ts)
-    if bump and hits:
-        bump_recalled(conn, [h for h in hits if h.source in ("chat", "self_life")], by_id, now)
     return RecallResult(query=text, mode=mode, hits=hits, context=block, context_memory_ids=used, fact_ids=fact_ids)
 
-
-def bump_recalled(conn: Any, hits: Sequence[RecallHit], rows: dict[int, Any], now: float) -> None:
-    """Using a memory counts: recall_count + 1 and a spaced-repetition step in accessibility."""
-    with transaction(conn):
-        for h in hits:
-            row = rows[h.memory_id]
-            last = row["last_recalled_at"] or row["ts"]
-            gap_days = max(0.0, now - last) / ranking.DAY_S
-            strength = ranking.strength_after_recall(row["accessibility"], gap_days)
-            if math.isfinite(strength):
-                conn.execute(q("mem_bump_recall"), {"id": h.memory_id, "accessibility": strength, "now": now})

@@ -92,7 +92,12 @@ SELECT id, embedding FROM mem_embedding WHERE id IN (SELECT value FROM json_each
 -- name: mem_insert_embedding
 INSERT OR REPLACE INTO mem_embedding (id, embedding) VALUES (:id, :embedding)
 
+-- name: mem_strength_of
+-- What the spaced-repetition step needs of one memory.
+SELECT ts, accessibility, last_recalled_at FROM mem_episodic WHERE id = :id
+
 -- name: mem_bump_recall
+-- One use of a memory: count it and store its new strength.
 UPDATE mem_episodic SET recall_count = recall_count + 1, accessibility = :accessibility, last_recalled_at = :now
 WHERE id = :id
 
