@@ -52,3 +52,16 @@ class LockedError(StoreError):
 
     exit_code = 2
     code = "locked"
+
+
+class StorageFullError(StoreError):
+    """The disk (or quota) holding the database is full: writes are refused until space is freed; reads go on."""
+
+    code = "storage_full"
+
+
+class DamagedStoreError(StoreError):
+    """The database file is not a usable anima database: corrupt pages, not SQLite at all, truncated, empty."""
+
+    exit_code = 2
+    code = "damaged"
