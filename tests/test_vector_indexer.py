@@ -22,11 +22,11 @@ from engine.memory.ingest import TurnInput, record_turn
 from engine.memory.recall import params_from_settings, recall, vector_lane
 from engine.store import connect
 from tests.api_support import ApiHarness, HashEmbedder, turn
-from tests.memory_helpers import EVALDATA, ON, SETTINGS, embedder, fresh_db
+from tests.memory_helpers import ON, SETTINGS, embedder, fresh_db
 
 NOW = 1800000000.0
-SEED = EVALDATA / "seed-probe" / "history.jsonl"
-PARAPHRASE = "之前买的那本诗歌选集，封面是什么颜色"  # seed-probe E1: only the vector lane finds t1
+SEED = Path(__file__).resolve().parent / "fixtures" / "small_history.jsonl"  # written for these tests
+PARAPHRASE = "之前淘的那本诗歌选集是什么样子的"  # no keyword of t1 beyond 诗: the vector lane finds it
 VECTOR_ONLY = replace(params_from_settings(SETTINGS), text_weight=0.0, vector_weight=1.0)
 
 
