@@ -142,8 +142,8 @@ def _selected_turns(conn: Any, chosen: Selection) -> list[str]:
             return [chosen.turn_id]
         if _was_forgotten(conn, chosen.turn_id):
             return []
-        raise NotFoundError(f"no turn {chosen.turn_id!r} in this database; nothing was forgotten "
-                            "(list turns with: anima recall, or check the turn id the front end sent)")
+        raise NotFoundError(f"no turn {chosen.turn_id!r} in this database, and none forgotten by that id; "
+                            "nothing changed (check the turn id the front end sent)")
     if chosen.everything:
         return [row[0] for row in conn.execute(q("forget_all_turns"))]
     return [row[0] for row in conn.execute(q("forget_turns_between"), {
