@@ -224,10 +224,13 @@ def _squash(text: str) -> str:
 
 
 def _rewritten(statement: str, subject: str, episodes: Sequence[Any]) -> tuple[str, int | None]:
-    """(statement, source memory id): kept when its sentence is in a remaining episode, else written from the
-    oldest remaining one the way consolidation writes it (date + the source sentence, nothing else)."""
+    """(statement, source memory id): kept when a remaining episode is its source (same sentence, same date),
+    else written from the oldest remaining one the way consolidation writes it (date + sentence, nothing else).
+
+    The date counts: "2026-07-22 用户说：…" kept on a later restatement would still date the forgotten turn."""
     sentence = _squash(sentence_of(statement))
-    if any(sentence and sentence in _squash(e["raw"]) for e in episodes):
+    if any(sentence == _squash(e["raw"]) and statement.startswith(calendar_date(e["ts"], e["ts_iso"]))
+           for e in episodes):
         return statement, None
     source = episodes[0]
     return statement_for(subject, calendar_date(source["ts"], source["ts_iso"]), source["raw"].strip()), int(source["id"])
