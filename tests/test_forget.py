@@ -272,3 +272,31 @@ def test_ram_caches_never_serve_a_forgotten_row_even_when_its_id_is_reused(tmp_p
     new = np.frombuffer(conn.execute("SELECT embedding FROM mem_embedding WHERE id = ?", (t2_user,)).fetchone()[0],
                         dtype=np.float32)
     assert hits[t2_user] == pytest.approx(float(new @ query), abs=1e-5)
+
+
+async def test_delete_route_forgets_ids_with_a_slash_lowers_the_indexer_watermark_and_logs_counts_only() -> None:
+    from types import SimpleNamespace
+
+    from engine.memory.indexer import Drain
+    from tests.api_support import ApiHarness, turn
+
+    api = await ApiHarness().start()
+    try:
+        assert api.ctx is not None
+        assert (await api.call("POST", "/v1/turns", turn("a/1", CANARY_USER, CANARY_REPLY)))[0] == 200
+        assert (await api.call("POST", "/v1/turns", turn("a/2", "今天吃了一碗热汤面", "好吃吗")))[0] == 200
+        drain = Drain(indexed_upto=4)
+        api.ctx.services["vector_indexer"] = SimpleNamespace(drain=drain, wake=lambda: None)
+        status, body = await api.call("DELETE", "/v1/turns/a%2F2")  # the newest turn: ids 3 and 4 are free again
+        assert status == 200 and body["turn_ids"] == ["a/2"] and body["memories"] == 2
+        assert drain.indexed_upto == 2  # a new memory may get id 3 again: the indexer must look there
+        for query, status_wanted in (("", 400), ("?all=yes", 400), ("?since=abc", 400), ("?x=1", 400),
+                                     ("?since=5&until=4", 400), ("?all=true&since=1", 400)):
+            status, body = await api.call("DELETE", "/v1/turns" + query)
+            assert status == status_wanted and set(body) == {"error"}, (query, body)
+        status, body = await api.call("DELETE", "/v1/turns?all=true")
+        assert status == 200 and body["turn_ids"] == ["a/1"]
+        assert [kw["turns"] for kw in api.log.named("memory.forgotten")] == [1, 1]
+        assert ASCII not in api.log.text() and ZH not in api.log.text()
+    finally:
+        await api.stop()

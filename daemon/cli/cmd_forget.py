@@ -58,7 +58,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
                            if isinstance(v, int) and not isinstance(v, bool) and k != "turns" and v)
         print(f"forgot {report['turns']} turn(s): {counts}")
         if not report["wal_truncated"]:
-            print("  the WAL could not be truncated now (a reader held it); the next checkpoint clears it")
+            print("  the WAL could not be truncated now (a reader held it): run the same anima forget again to finish")
     return 0
 
 

@@ -121,12 +121,15 @@ def forget(conn: Any, chosen: Selection, now: float, *, actor: str = "cli") -> F
     try:
         with transaction(conn):
             turn_ids = _selected_turns(conn, chosen)
-            if not turn_ids:
-                return ForgetReport(turn_ids=(), already_forgotten=chosen.turn_id is not None,
-                                    max_memory_id=_max_memory_id(conn))
-            report = _forget_in_transaction(conn, turn_ids, now, actor)
+            if turn_ids:
+                report = _forget_in_transaction(conn, turn_ids, now, actor)
+            else:
+                report = ForgetReport(turn_ids=(), already_forgotten=chosen.turn_id is not None,
+                                      max_memory_id=_max_memory_id(conn))
     finally:
         conn.execute(q(_SECURE_DELETE_RESTORE.get(previous, "forget_secure_delete_off")))
+    # Also when nothing was left to forget: a forget whose truncation a reader blocked is finished by
+    # running it again (the WAL's old frames, beyond where it restarts, would otherwise linger).
     busy = conn.execute(q("forget_checkpoint")).fetchone()[0]
     return replace(report, wal_truncated=busy == 0)
 
