@@ -183,9 +183,7 @@ def _forget_in_transaction(conn: Any, turn_ids: Sequence[str], now: float, actor
         "fact_ids": json.dumps(facts["affected"]), "texts": json.dumps(texts, ensure_ascii=False)}).rowcount
     offers = conn.execute(q("forget_delete_offers"), {"turn_ids": turns_json}).rowcount
     conn.execute(q("forget_unlink_told_turn"), {"turn_ids": turns_json})
-    needles = json.dumps(_needles(texts), ensure_ascii=False)
-    jobs = conn.execute(q("forget_scrub_jobs"), {"needles": needles}).rowcount
-    conn.execute(q("forget_scrub_job_events"), {"needles": needles})
+    jobs = _scrub_jobs(conn, _needles(texts))
     ids_json = json.dumps(memory_ids)
     conn.execute(q("forget_delete_fts"), {"ids": ids_json})
     for memory_id in memory_ids:
@@ -213,6 +211,49 @@ def _needles(texts: Sequence[str]) -> list[str]:
         found.add(json.dumps(text, ensure_ascii=False)[1:-1])
         found.add(json.dumps(text, ensure_ascii=True)[1:-1])
     return sorted(t for t in found if t.strip())
+
+
+class _Holds:
+    """Does a stored value contain any needle? Needles sorted by length, each distinct value checked once:
+    job rows repeat the same few payloads and details, so --all over a long history stays seconds, where
+    a SQL instr() per (row, needle) pair was billions of calls."""
+
+    def __init__(self, needles: Sequence[str]):
+        self.needles = sorted(needles, key=len)
+        self.seen: dict[str, bool] = {}
+
+    def __call__(self, value: str | None) -> bool:
+        if not value or not self.needles or len(value) < len(self.needles[0]):
+            return False
+        if value not in self.seen:
+            self.seen[value] = any(n in value for n in self._fitting(len(value)))
+        return self.seen[value]
+
+    def _fitting(self, size: int) -> Any:
+        for needle in self.needles:
+            if len(needle) > size:
+                return
+            yield needle
+
+
+def _scrub_jobs(conn: Any, needles: Sequence[str]) -> int:
+    """Empty job payload/scratch/result/error and job_event details that hold a forgotten text; the jobs changed."""
+    holds = _Holds(needles)
+    changed = 0
+    for row in conn.execute(q("forget_job_texts")).fetchall():
+        fields = {"payload_json": row["payload_json"], "scratch_json": row["scratch_json"],
+                  "result_json": row["result_json"], "error": row["error"]}
+        hit = {k for k, v in fields.items() if holds(v)}
+        if not hit:
+            continue
+        scrubbed = {"payload_json": "{}", "scratch_json": "{}", "result_json": None, "error": "scrubbed by anima forget"}
+        conn.execute(q("forget_scrub_job"), {"id": row["id"], **{k: scrubbed[k] if k in hit else v
+                                                                 for k, v in fields.items()}})
+        changed += 1
+    for event in conn.execute(q("forget_job_event_texts")).fetchall():
+        if holds(event["detail_json"]):
+            conn.execute(q("forget_scrub_job_event"), {"id": event["id"]})
+    return changed
 
 
 def _remaining_episodes(conn: Any, evidence: Sequence[int], gone: set[int]) -> list[Any]:

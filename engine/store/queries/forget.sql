@@ -143,25 +143,23 @@ WHERE turn_id IN (SELECT value FROM json_each(:turn_ids)) OR receipt_turn_id IN 
 -- She did tell the event (it stays told); the forgotten turn it was told in is no longer named.
 UPDATE life_event SET told_turn_id = NULL WHERE told_turn_id IN (SELECT value FROM json_each(:turn_ids))
 
--- name: forget_scrub_jobs
--- Job payload, scratch, result or error that hold a forgotten text (raw or JSON-escaped) are emptied.
-UPDATE job SET
-    payload_json = CASE WHEN EXISTS (SELECT 1 FROM json_each(:needles) t WHERE instr(payload_json, t.value) > 0)
-                        THEN '{}' ELSE payload_json END,
-    scratch_json = CASE WHEN EXISTS (SELECT 1 FROM json_each(:needles) t WHERE instr(scratch_json, t.value) > 0)
-                        THEN '{}' ELSE scratch_json END,
-    result_json = CASE WHEN EXISTS (SELECT 1 FROM json_each(:needles) t WHERE instr(result_json, t.value) > 0)
-                       THEN NULL ELSE result_json END,
-    error = CASE WHEN EXISTS (SELECT 1 FROM json_each(:needles) t WHERE instr(error, t.value) > 0)
-                 THEN 'scrubbed by anima forget' ELSE error END
-WHERE EXISTS (SELECT 1 FROM json_each(:needles) t
-              WHERE instr(payload_json, t.value) > 0 OR instr(scratch_json, t.value) > 0
-                 OR instr(coalesce(result_json, ''), t.value) > 0 OR instr(coalesce(error, ''), t.value) > 0)
+-- name: forget_job_texts
+-- The job fields that could hold text (payload, scratch, result, error), for the scrub in Python.
+SELECT id, payload_json, scratch_json, result_json, error FROM job
 
--- name: forget_scrub_job_events
--- Job history details that hold a forgotten text are emptied (the event itself stays).
-UPDATE job_event SET detail_json = '{}'
-WHERE EXISTS (SELECT 1 FROM json_each(:needles) t WHERE instr(detail_json, t.value) > 0)
+-- name: forget_scrub_job
+-- One job's fields that held a forgotten text, emptied (the others passed through unchanged).
+UPDATE job SET payload_json = :payload_json, scratch_json = :scratch_json, result_json = :result_json,
+    error = :error
+WHERE id = :id
+
+-- name: forget_job_event_texts
+-- Job history details, for the same scrub.
+SELECT id, detail_json FROM job_event
+
+-- name: forget_scrub_job_event
+-- A job history detail that held a forgotten text is emptied (the event itself stays).
+UPDATE job_event SET detail_json = '{}' WHERE id = :id
 
 -- name: forget_delete_fts
 -- The keyword rows (the index keeps delete markers until forget_fts_optimize rewrites its segments).
