@@ -8,6 +8,7 @@ makes a fact from the turn, recall with facts and an injection record that quote
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def build_history(db: Path) -> dict[str, Any]:
     return {"memory_ids": canary_memories, "vectors": vectors}
 
 
-def leaked(path: Path, extra: list[bytes] = ()) -> list[str]:  # type: ignore[assignment]
+def leaked(path: Path, extra: Sequence[bytes] = ()) -> list[str]:
     if not path.exists():
         return []
     data = path.read_bytes()
@@ -106,7 +107,7 @@ def test_forgotten_canary_leaves_no_byte_in_db_wal_or_export_and_nothing_returns
     export = tmp_path / "export.db"
     exported = run_anima("--db", str(db), "export", str(export))
     assert exported.code == 0, exported.err
-    for path in (db, Path(f"{db}-wal"), export):
+    for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), export):
         assert leaked(path, built["vectors"]) == [], path
 
     conn = connect(db)

@@ -59,6 +59,11 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         print(f"forgot {report['turns']} turn(s): {counts}")
         if not report["wal_truncated"]:
             print("  the WAL could not be truncated now (a reader held it): run the same anima forget again to finish")
+    kept = sorted(env.db_path.parent.glob(f"{env.db_path.name}.bak-*"))
+    if kept and (report["turns"] or report["already_forgotten"]):
+        # Copies this command does not touch: the files `anima restore` set aside, and earlier exports.
+        print(f"anima: note: {len(kept)} file(s) kept by anima restore beside the database (e.g. {kept[0].name}) "
+              "still hold what was forgotten; delete them if they should not", file=sys.stderr)
     return 0
 
 
