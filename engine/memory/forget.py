@@ -37,6 +37,7 @@ from engine.store.queries import q
 from engine.times import calendar_date
 
 EVENT_KIND = "forget"
+TEXT_SEARCH_MAX_TEXTS = 200
 _SECURE_DELETE_RESTORE = {0: "forget_secure_delete_off", 1: "forget_secure_delete_on", 2: "forget_secure_delete_fast"}
 
 
@@ -149,15 +150,10 @@ def _selected_turns(conn: Any, chosen: Selection) -> list[str]:
                             "nothing changed (check the turn id the front end sent)")
     if chosen.everything:
         return [row[0] for row in conn.execute(q("forget_all_turns"))]
+    # An open end is ±inf (selection() says so); SQLite compares a bound infinity as expected.
     return [row[0] for row in conn.execute(q("forget_turns_between"), {
-        "since": _sql_bound(chosen.since), "until": _sql_bound(chosen.until)})]
-
-
-def _sql_bound(value: float | None) -> float:
-    # SQLite has no infinity literal for a bound parameter; ±1e308 is beyond any timestamp.
-    if value is None or math.isinf(value):
-        return -1e308 if value is None or value < 0 else 1e308
-    return value
+        "since": -math.inf if chosen.since is None else chosen.since,
+        "until": math.inf if chosen.until is None else chosen.until})]
 
 
 def _was_forgotten(conn: Any, turn_id: str) -> bool:
@@ -178,9 +174,12 @@ def _forget_in_transaction(conn: Any, turn_ids: Sequence[str], now: float, actor
     gone = set(memory_ids)
     facts = _forget_facts(conn, gone)
     relations = _forget_relations(conn, gone)
+    # A block cites its memories and facts by id, and those ids catch every block that quoted the turns.
+    # The text search is insurance for small forgets only: it costs (injections x texts) instr() calls.
+    quoted = texts if len(texts) <= TEXT_SEARCH_MAX_TEXTS else []
     injections = conn.execute(q("forget_delete_injections"), {
         "turn_ids": turns_json, "memory_ids": json.dumps(memory_ids),
-        "fact_ids": json.dumps(facts["affected"]), "texts": json.dumps(texts, ensure_ascii=False)}).rowcount
+        "fact_ids": json.dumps(facts["affected"]), "texts": json.dumps(quoted, ensure_ascii=False)}).rowcount
     offers = conn.execute(q("forget_delete_offers"), {"turn_ids": turns_json}).rowcount
     conn.execute(q("forget_unlink_told_turn"), {"turn_ids": turns_json})
     jobs = _scrub_jobs(conn, _needles(texts))
