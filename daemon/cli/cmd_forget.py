@@ -44,7 +44,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     chosen = _selection(args, env)
     if not env.db_path.exists():
         raise StoreError(f"database {env.db_path} does not exist; nothing to forget")
-    if chosen.is_range:
+    if chosen.is_bulk:
         _confirm(chosen, args.yes)
     report = _via_daemon(env, chosen) if is_locked(env.db_path) else _direct_or_daemon(env, chosen)
     if args.json:

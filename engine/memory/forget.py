@@ -51,7 +51,8 @@ class Selection:
     everything: bool = False
 
     @property
-    def is_range(self) -> bool:
+    def is_bulk(self) -> bool:
+        """A range or everything: asked for confirmation, since it may take much at once."""
         return self.turn_id is None
 
     def describe(self) -> str:

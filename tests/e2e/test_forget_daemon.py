@@ -68,6 +68,10 @@ async def test_delete_over_the_socket_and_cli_through_the_daemon_leave_no_byte(t
         assert via_cli.code == 0, via_cli.err
         assert json.loads(via_cli.out)["memories"] == 2
 
+        ranged = run_anima("--db", str(db), "forget", "--since", "2026-07-23", "--yes", "--json")
+        assert ranged.code == 0, ranged.err
+        assert json.loads(ranged.out)["turn_ids"] == ["t-noodle"]  # DELETE /v1/turns?since=... on the daemon
+
         status, again = await client.call("DELETE", "/v1/turns/t-canary")
         assert status == 200 and again["already_forgotten"] is True and again["messages"] == 0
         status, missing = await client.call("DELETE", "/v1/turns/never-said")
@@ -89,5 +93,5 @@ async def test_delete_over_the_socket_and_cli_through_the_daemon_leave_no_byte(t
     for path in (db, Path(f"{db}-wal")):
         assert leaked(path, vectors) == [], path
     log = daemon.log_text()
-    assert log.count("event=memory.forgotten") >= 3 and "actor=api" in log
+    assert log.count("event=memory.forgotten") >= 4 and "actor=api" in log
     assert ASCII not in log and ZH not in log
