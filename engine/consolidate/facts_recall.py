@@ -99,7 +99,8 @@ def fact_matrix(conn: Any, dim: int) -> FactMatrix:
     Facts are append-only and change only by closing valid_to, so counts, max(id) and the sum of
     valid_to catch every change that matters to recall; evidence (changed by merges) is re-read per hit.
     """
-    version = tuple(conn.execute(q("facts_version")).fetchone())
+    # A forget deletes or rewrites facts (ids may be reused): its generation is part of the fingerprint.
+    version = (*conn.execute(q("facts_version")).fetchone(), conn.execute(q("forget_generation")).fetchone()[0])
     key = (_db_key(conn), dim)
     cached = _MATRICES.get(key)
     if cached is not None and cached.version == version:

@@ -109,7 +109,9 @@ def forget(conn: Any) -> None:
 def _current(conn: Any) -> _Index:
     """This database's index, built on first use and brought up to date with the vectors written since."""
     stamp_row = conn.execute(q("mem_get_embedding_stamp")).fetchone()
-    stamp = tuple(stamp_row) if stamp_row else ()
+    # A forget (engine/memory/forget.py) removes vectors below the max id and may free ids for reuse:
+    # its generation is part of the stamp, so the matrix is rebuilt and never serves a forgotten row.
+    stamp = (*(tuple(stamp_row) if stamp_row else ()), conn.execute(q("forget_generation")).fetchone()[0])
     max_id = conn.execute(q("mem_max_embedding_id")).fetchone()[0]
     key = _db_key(conn)
     with _LOCK:

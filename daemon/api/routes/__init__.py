@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from daemon.api.routes import context, control, life, meta, persona, share, state, turns
+from daemon.api.routes import context, control, forget, life, meta, persona, share, state, turns
 
 ROUTES = [
     *turns.ROUTES,
+    *forget.ROUTES,
     *context.ROUTES,
     *share.ROUTES,
     *persona.ROUTES,

@@ -1,0 +1,75 @@
+"""DELETE /v1/turns/{turn_id} and DELETE /v1/turns?since=&until=|all=true: forget turns everywhere they live.
+
+The route parses, calls engine/memory/forget.forget (one transaction on the DB thread, then the WAL
+truncation) and shapes the counts. In this process two things outlive the transaction and are
+brought in line here: the indexer's watermark (a forget can free memory ids below it for reuse, and
+a reused id under the watermark would never get its vector) and the RAM vector index (its stamp
+already includes the forget generation; dropping it frees the forgotten rows' memory at once).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from aiohttp import web
+
+from daemon.api.http import ApiState
+from engine.errors import InputError
+from engine.memory import forget as forgetting
+from engine.memory import vector_index
+from engine.memory.ingest import parse_ts
+
+
+def _instant(text: str | None, name: str) -> float | None:
+    """ISO-8601 with an offset, or Unix seconds."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return parse_ts(text, name)
+    if not math.isfinite(value):
+        raise InputError(f"{name} must be ISO-8601 with an offset or Unix seconds, got {text!r}")
+    return value
+
+
+def _run(conn: Any, chosen: forgetting.Selection, now: float) -> forgetting.ForgetReport:
+    report = forgetting.forget(conn, chosen, now, actor="api")
+    vector_index.forget(conn)
+    return report
+
+
+async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Selection) -> dict[str, Any]:
+    report: forgetting.ForgetReport = await api.db(request, _run, chosen, api.now())
+    indexer = api.ctx.services.get("vector_indexer")
+    if indexer is not None:  # ids above the new max may be handed out again: look there again
+        indexer.drain.indexed_upto = min(indexer.drain.indexed_upto, report.max_memory_id)
+    api.ctx.log.info("memory.forgotten", actor="api", turns=len(report.turn_ids), **report.counts(),
+                     already_forgotten=report.already_forgotten, wal_truncated=report.wal_truncated)
+    return report.to_json()
+
+
+async def delete_turn(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
+    return await _forget(request, api, forgetting.selection(turn_id=request.match_info["turn_id"]))
+
+
+async def delete_turns(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
+    query = request.query
+    unknown = sorted(set(query) - {"since", "until", "all"})
+    if unknown:
+        raise InputError(f"DELETE /v1/turns takes since, until or all=true, not {', '.join(unknown)}")
+    everything = query.get("all")
+    if everything not in (None, "true"):
+        raise InputError(f"all must be 'true' to forget every turn, got {everything!r}")
+    if everything and ("since" in query or "until" in query):
+        raise InputError("give all=true or a time range (since, until), not both")
+    chosen = forgetting.selection(since=_instant(query.get("since"), "since"),
+                                  until=_instant(query.get("until"), "until"), everything=everything == "true")
+    return await _forget(request, api, chosen)
+
+
+ROUTES = [
+    ("DELETE", "/v1/turns/{turn_id}", delete_turn),
+    ("DELETE", "/v1/turns", delete_turns),
+]
