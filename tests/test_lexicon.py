@@ -32,6 +32,17 @@ def test_synonym_lines_are_symmetric() -> None:
     assert "芒果" in lx.synonyms("杧果") and "杧果" in lx.synonyms("芒果")
 
 
+def test_a_category_reaches_the_members_of_its_subclasses() -> None:
+    # 提琴 is defined as "某些乐器……": a class ending in 乐器 is a kind of 乐器 (head-final), so 提琴 is
+    # an 乐器 though no definition says so directly
+    assert "提琴" not in lx._members_of("乐器")
+    assert "提琴" in lx.hyponyms("乐器")
+
+
+def test_idf_orders_common_words_first() -> None:
+    assert lx.idf("鸟") < lx.idf("鹦鹉") < lx.idf("xyzzy") == 12.0
+
+
 def test_related_joins_synonyms_classes_and_members_without_the_word() -> None:
     near = lx.related("鸟")
     assert "鹦鹉" in near and "鸟" not in near
@@ -57,7 +68,9 @@ def test_expand_is_bounded_weighted_and_deterministic() -> None:
 
 def test_a_damaged_data_file_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="lexicon_build"):
-        lx._parse_classes("鸟\tnot-a-number\t\n")
+        lx._pairs("鸟:many", "lexicon_classes.tsv")
+    with pytest.raises(ConfigError, match="line 2"):
+        lx._rows("# header\nno tab here\n", "lexicon_members.tsv")
 
 
 def test_builder_reads_genus_gloss_forms_heads_and_aliases() -> None:

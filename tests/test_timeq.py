@@ -99,6 +99,9 @@ EXPECTED = [
     ("2025年3月5日", _days(date(2025, 3, 5))),
     ("last christmas", _days(date(2025, 12, 25))),
     ("冬至", _days(_jieqi(2025, "冬至"))),  # 2026's is three weeks ahead of NOW
+    ("去年年底", _month(2025, 12)),
+    ("上个月底", (_at(date(2026, 11, 21)), _at(date(2026, 12, 1)))),
+    ("三月中旬", (_at(date(2026, 3, 11)), _at(date(2026, 3, 21)))),
 ]
 
 
@@ -116,6 +119,7 @@ PAST_ORIENTED = [
     ("上个月", _month(2025, 12)),
     ("冬天最冷那几天", (_at(date(2025, 12, 1)), _at(date(2026, 3, 1)))),
     ("去年冬天", (_at(date(2024, 12, 1)), _at(date(2025, 3, 1)))),
+    ("年底厂里抽奖我中了啥", _month(2025, 12)),
 ]
 
 
@@ -161,6 +165,8 @@ def test_weekday_words_inside_other_words_are_not_weekdays() -> None:
 def test_the_matched_words_are_reported() -> None:
     found = time_window("大年三十晚上我在干嘛", NOW, TZ)
     assert isinstance(found, TimeWindow) and found.expression == "大年三十晚上"
+    said = time_window("昨天的事你还记得吗", NOW, TZ)
+    assert said is not None and said.expression == "昨天"
 
 
 def test_the_window_follows_the_zone() -> None:

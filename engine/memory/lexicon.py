@@ -32,52 +32,76 @@ _UNKNOWN_IDF = 12.0  # a word missing from the idf table is taken as rare
 
 @dataclass(frozen=True)
 class Lexicon:
-    """The loaded resource: word -> classes (weighted), class -> members, synonym lines, idf."""
+    """The loaded resource, rows kept as text and parsed on lookup (a third of the memory, a quarter of
+    the load time of parsing 64k rows up front)."""
 
-    classes: dict[str, dict[str, float]]
-    members: dict[str, dict[str, float]]
-    lines: tuple[tuple[str, ...], ...]
+    rows: dict[str, str]  # word -> "idf<TAB>class:weight,..."
+    member_rows: dict[str, str]  # class -> "member:weight,..." (the 200 best)
+    subclasses: dict[str, tuple[str, ...]]  # 乐器 -> 打击乐器, 弦乐器 ...; 虫 -> 昆虫, 害虫 ...
+    lines: tuple[str, ...]
     lines_of: dict[str, tuple[int, ...]]
-    idf: dict[str, float]
 
 
 def _data(name: str) -> str:
     return (resources.files("engine.memory") / "data" / name).read_text(encoding="utf-8")
 
 
-def _parse_classes(text: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    classes: dict[str, dict[str, float]] = {}
-    idf: dict[str, float] = {}
+def _pairs(text: str, where: str) -> dict[str, float]:
+    try:
+        return {name: float(w) for name, _, w in (p.rpartition(":") for p in text.split(","))} if text else {}
+    except ValueError:
+        raise ConfigError(f"{where}: expected name:weight,..., got {text[:40]!r}; "
+                          "rebuild it with python -m engine.memory.lexicon_build") from None
+
+
+def _rows(text: str, where: str) -> dict[str, str]:
+    rows: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):
-        if not line or line.startswith("#"):
-            continue
-        try:
-            word, idf_text, found = line.split("\t")
-            if idf_text:
-                idf[word] = float(idf_text)
-            if found:
-                classes[word] = {name: float(w) for name, _, w in (p.rpartition(":") for p in found.split(","))}
-        except ValueError:
-            raise ConfigError(f"lexicon_classes.tsv line {number}: expected word<TAB>idf<TAB>class:weight,..., "
-                              "rebuild it with python -m engine.memory.lexicon_build") from None
-    return classes, idf
+        if line and not line.startswith("#"):
+            key, tab, rest = line.partition("\t")
+            if not tab:
+                raise ConfigError(f"{where} line {number}: no tab; rebuild it with python -m engine.memory.lexicon_build")
+            rows[key] = rest
+    return rows
 
 
 @lru_cache(maxsize=1)
 def lexicon() -> Lexicon:
-    """The resource, loaded and validated on first use and kept for the life of the process."""
-    classes, idf = _parse_classes(_data("lexicon_classes.tsv"))
-    members: dict[str, dict[str, float]] = defaultdict(dict)
-    for word, found in classes.items():
-        for name, weight in found.items():
-            members[name][word] = weight
-    lines = tuple(tuple(line.split()) for line in _data("lexicon_synonyms.txt").splitlines()
-                  if line and not line.startswith("#"))
+    """The resource, loaded on first use and kept for the life of the process."""
+    rows = _rows(_data("lexicon_classes.tsv"), "lexicon_classes.tsv")
+    member_rows = _rows(_data("lexicon_members.tsv"), "lexicon_members.tsv")
+    subclasses: dict[str, list[str]] = defaultdict(list)
+    for name in member_rows:
+        if len(name) == 2:  # a two-character class built on a one-character category: 昆虫, 鸟类, 药物
+            for ch in set(name):
+                subclasses[ch].append(name)
+        for cut in range(1, len(name) - 1):  # head-final: 打击乐器 is a kind of 乐器
+            subclasses[name[cut:]].append(name)
+    lines = tuple(line for line in _data("lexicon_synonyms.txt").splitlines() if line and not line.startswith("#"))
     lines_of: dict[str, list[int]] = defaultdict(list)
-    for index, terms in enumerate(lines):
-        for term in terms:
+    for index, line in enumerate(lines):
+        for term in line.split():
             lines_of[term].append(index)
-    return Lexicon(classes, dict(members), lines, {k: tuple(v) for k, v in lines_of.items()}, idf)
+    return Lexicon(rows, member_rows, {k: tuple(sorted(v)) for k, v in subclasses.items()}, lines,
+                   {k: tuple(v) for k, v in lines_of.items()})
+
+
+@lru_cache(maxsize=65536)
+def _classes_of(word: str) -> dict[str, float]:
+    row = lexicon().rows.get(word)
+    return _pairs(row.partition("\t")[2], "lexicon_classes.tsv") if row else {}
+
+
+@lru_cache(maxsize=8192)
+def _members_of(name: str) -> dict[str, float]:
+    return _pairs(lexicon().member_rows.get(name, ""), "lexicon_members.tsv")
+
+
+def idf(word: str) -> float:
+    """jionlp's idf of `word` (lower is more common); 12.0 for a word it does not list."""
+    row = lexicon().rows.get(word) if isinstance(word, str) else None
+    value = row.partition("\t")[0] if row else ""
+    return float(value) if value else _UNKNOWN_IDF
 
 
 def synonyms(word: str) -> frozenset[str]:
@@ -85,7 +109,7 @@ def synonyms(word: str) -> frozenset[str]:
     if not isinstance(word, str):
         return frozenset()
     lex = lexicon()
-    return frozenset(t for i in lex.lines_of.get(word, ()) for t in lex.lines[i] if t != word)
+    return frozenset(t for i in lex.lines_of.get(word, ()) for t in lex.lines[i].split() if t != word)
 
 
 def hypernyms(word: str) -> dict[str, float]:
@@ -93,11 +117,10 @@ def hypernyms(word: str) -> dict[str, float]:
     A word the dictionaries do not define takes its synonyms' classes, at a discount, one hop only."""
     if not isinstance(word, str):
         return {}
-    lex = lexicon()
-    found = dict(lex.classes.get(word, {}))
+    found = dict(_classes_of(word))
     if not found:
-        for near in synonyms(word):
-            for name, weight in lex.classes.get(near, {}).items():
+        for near in sorted(synonyms(word)):
+            for name, weight in _classes_of(near).items():
                 if name != word:
                     found[name] = max(found.get(name, 0.0), round(weight * 0.6, 3))
     return found
@@ -111,29 +134,32 @@ def _category_forms(word: str) -> list[str]:
     return forms
 
 
-@lru_cache(maxsize=4096)
 def _classes_for(form: str) -> tuple[str, ...]:
-    """The class names a category word stands for: itself, and for a one-character category the
-    two-character classes built on it (虫 -> 昆虫 / 害虫, 鸟 -> 鸟类, 药 -> 药物 / 药品)."""
-    names = lexicon().members
-    if len(form) >= 2:
-        return (form,) if form in names else ()
-    return tuple(sorted(n for n in names if n == form or (len(n) == 2 and form in n)))
-
-
-def hyponyms(category: str) -> dict[str, float]:
-    """Words whose class is `category` (鸟 -> 鹦鹉, 乐器 -> 鼓 / 小提琴 / 架子鼓), by weight; {} if none."""
-    if not isinstance(category, str) or not category:
-        return {}
+    """The class names a category word stands for: itself and its subclasses (乐器 -> 打击乐器; for a
+    one-character category the two-character classes built on it, 虫 -> 昆虫, 药 -> 药物)."""
     lex = lexicon()
+    own = (form,) if form in lex.member_rows else ()
+    return own + lex.subclasses.get(form, ())
+
+
+@lru_cache(maxsize=16384)
+def _hyponyms(category: str) -> tuple[tuple[str, float], ...]:
     found: dict[str, float] = {}
     for form in _category_forms(category):
         for name in _classes_for(form):
-            factor = 1.0 if name == form else 0.8  # a class built on the category counts a little less
-            for member, weight in lex.members.get(name, {}).items():
+            factor = 1.0 if name == form else 0.8  # a subclass's members count a little less
+            for member, weight in _members_of(name).items():
                 if member != category:
                     found[member] = max(found.get(member, 0.0), round(weight * factor, 3))
-    return found
+    return tuple(sorted(found.items(), key=lambda kv: (-kv[1], idf(kv[0]), kv[0])))
+
+
+def hyponyms(category: str) -> dict[str, float]:
+    """Words whose class is `category` or one of its subclasses (鸟 -> 鹦鹉, 乐器 -> 鼓 / 小提琴 / 架子鼓),
+    the best first; {} if none."""
+    if not isinstance(category, str) or not category:
+        return {}
+    return dict(_hyponyms(category))
 
 
 def related(word: str) -> frozenset[str]:
@@ -143,27 +169,36 @@ def related(word: str) -> frozenset[str]:
     return frozenset(synonyms(word) | set(hypernyms(word)) | set(hyponyms(word))) - {word}
 
 
-def expand(words: Iterable[str], limit: int) -> dict[str, float]:
-    """The `limit` best expansion terms for a query's words, term -> weight in (0, 1]: synonyms (0.8),
-    members of a category (0.9 x their class weight), classes (0.5 x weight). Ties rank the more common
-    term first (idf), then by text, so the result is deterministic. The words themselves are left out."""
-    if not isinstance(limit, int) or limit <= 0:
-        return {}
-    lex = lexicon()
-    given = [w for w in words if isinstance(w, str) and w]
+@lru_cache(maxsize=16384)
+def _expansion(word: str, limit: int) -> tuple[tuple[str, float], ...]:
+    """One word's expansion terms, the `limit` best (cached: queries repeat words)."""
     out: dict[str, float] = {}
 
     def add(term: str, weight: float) -> None:
         out[term] = max(out.get(term, 0.0), round(weight, 4))
 
+    for near in synonyms(word):
+        add(near, 0.8)
+    for member, weight in _hyponyms(word)[: limit * 2]:
+        add(member, weight * 0.9)
+    for name, weight in hypernyms(word).items():
+        add(name, weight * 0.5)
+    out.pop(word, None)
+    return tuple(sorted(out.items(), key=lambda kv: (-kv[1], idf(kv[0]), kv[0]))[:limit])
+
+
+def expand(words: Iterable[str], limit: int) -> dict[str, float]:
+    """The `limit` best expansion terms for a query's words, term -> weight in (0, 1]: synonyms (0.8),
+    members of a category (0.9 x their class weight), classes (0.5 x weight). Ties rank the more common
+    term first (idf), then by text, so the result is deterministic. The words themselves are left out."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        return {}
+    given = sorted({w for w in words if isinstance(w, str) and w})
+    out: dict[str, float] = {}
     for word in given:
-        for near in synonyms(word):
-            add(near, 0.8)
-        for member, weight in hyponyms(word).items():
-            add(member, weight * 0.9)
-        for name, weight in hypernyms(word).items():
-            add(name, weight * 0.5)
+        for term, weight in _expansion(word, limit):
+            out[term] = max(out.get(term, 0.0), weight)
     for word in given:
         out.pop(word, None)
-    ranked = sorted(out.items(), key=lambda kv: (-kv[1], lex.idf.get(kv[0], _UNKNOWN_IDF), kv[0]))
+    ranked = sorted(out.items(), key=lambda kv: (-kv[1], idf(kv[0]), kv[0]))
     return dict(ranked[:limit])

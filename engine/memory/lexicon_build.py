@@ -1,4 +1,4 @@
-"""Build the lexicon's data files (engine/memory/data/lexicon_*.tsv) from JioNLP's dictionaries and cnsyn's list.
+"""Build the lexicon's data files (engine/memory/data/lexicon_*) from JioNLP's dictionaries and cnsyn's list.
 
 Run by hand when either source is upgraded, never at run time:
     pip install 'jionlp>=1.5.31,<1.6' 'cnsyn>=1.2,<1.3'
@@ -36,6 +36,8 @@ _CLAUSE_END = re.compile(r"[，,。；;：:（(﹐、]")
 _NOT_A_CLASS = frozenset(["一种", "一类", "种类", "东西", "事物", "统称", "通称", "俗称", "简称", "总称", "之一",
                           "名", "的", "等", "类", "者", "物"])
 _MAX_CLUSTER = 12  # a synonym line longer than this is a topic list (六十四卦 ...), not synonyms
+_MAX_MEMBERS = 200  # a class with more members (地方, 动物) is too broad to expand a query by all of them
+_UNKNOWN_IDF = 12.0  # a word missing from the idf table is taken as rare
 _DATA = Path(__file__).parent / "data"
 
 
@@ -153,8 +155,17 @@ def write(classes: dict[str, dict[str, float]], clusters: list[tuple[str, ...]],
     with (out / "lexicon_classes.tsv").open("w", encoding="utf-8") as fh:
         fh.write(header + "# word<TAB>idf (blank if unknown)<TAB>class:weight,class:weight ...\n")
         for word in words:
-            found = ",".join(f"{n}:{w:g}" for n, w in sorted(classes.get(word, {}).items(), key=lambda kv: (-kv[1], kv[0])))
-            fh.write(f"{word}\t{idf.get(word, '')}\t{found}\n")
+            row = ",".join(f"{n}:{w:g}" for n, w in sorted(classes.get(word, {}).items(), key=lambda kv: (-kv[1], kv[0])))
+            fh.write(f"{word}\t{idf.get(word, '')}\t{row}\n")
+    members: dict[str, dict[str, float]] = {}
+    for word, found in classes.items():
+        for name, weight in found.items():
+            members.setdefault(name, {})[word] = weight
+    with (out / "lexicon_members.tsv").open("w", encoding="utf-8") as fh:
+        fh.write(header + f"# class<TAB>member:weight,... (the {_MAX_MEMBERS} best: weight, then the more common word)\n")
+        for name in sorted(members):
+            ranked = sorted(members[name].items(), key=lambda kv: (-kv[1], idf.get(kv[0], _UNKNOWN_IDF), kv[0]))
+            fh.write(name + "\t" + ",".join(f"{m}:{w:g}" for m, w in ranked[:_MAX_MEMBERS]) + "\n")
     with (out / "lexicon_synonyms.txt").open("w", encoding="utf-8") as fh:
         fh.write("# Chinese terms of Chinese-Synonyms 1.2.0's sim_words.txt (Apache-2.0, github.com/shangfr/Chinese-Synonyms),\n"
                  f"# lines of 2-{_MAX_CLUSTER} terms, by engine/memory/lexicon_build.py; see NOTICE. One synonym line per line.\n")
@@ -172,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         (package_dir("cnsyn") / "chinese_dictionary" / "sim_words.txt").read_text(encoding="utf-8"),
     )
     write(classes, clusters, idf, out)
-    print(json.dumps({"words_with_classes": len(classes), "synonym_lines": len(clusters), "idf_words": len(idf)}))
+    print(json.dumps({"words_with_classes": len(classes), "classes": len({n for f in classes.values() for n in f}),
+                      "synonym_lines": len(clusters), "idf_words": len(idf)}))
     return 0
 
 

@@ -99,7 +99,7 @@ _TIME_OF_DAY = {
     "半夜": (22, 28), "深夜": (22, 28), "夜": (19, 28),
     "morning": (5, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 28),
 }
-_TOD = r"(?:的)?(?P<tod>凌晨|早上|早晨|清晨|上午|中午|下午|傍晚|晚上|夜里|夜晚|半夜|深夜)?"
+_TOD = r"(?:的?(?P<tod>凌晨|早上|早晨|清晨|上午|中午|下午|傍晚|晚上|夜里|夜晚|半夜|深夜))?"
 _EN_TOD = r"(?: (?:in the |at )?(?P<etod>morning|afternoon|evening|night))?"
 
 
@@ -382,6 +382,46 @@ def _month_en(m: re.Match[str], now: _Now) -> _Span | None:
     return _named_month(month, year, now)
 
 
+# Parts of a month and of a year, in days / months: 月初 is the first ten days, 年底 is December.
+_MONTH_PARTS = {"初": (1, 11), "上旬": (1, 11), "中旬": (11, 21), "下旬": (21, 32), "底": (21, 32), "末": (21, 32)}
+_YEAR_PARTS = {"年初": (1, 3), "年中": (6, 8), "年底": (12, 13), "年末": (12, 13)}
+
+
+def _month_part(year: int, month: int, part: str) -> _Span:
+    first_day, end_day = _MONTH_PARTS[part]
+    whole = _month_span(year, month)
+    start = whole.start + timedelta(days=first_day - 1)
+    return _Span(start, min(whole.end, whole.start + timedelta(days=end_day - 1)))
+
+
+@_rule(_YP + _CN_MONTH + r"月(?P<part>初|上旬|中旬|下旬|底|末)")
+def _named_month_part(m: re.Match[str], now: _Now) -> _Span | None:
+    month = cn_int(m["m"]) or 0
+    if not 1 <= month <= 12:
+        return None
+    return _latest(lambda y: _month_part(y, month, m["part"]), now, _year_prefix(m, now))
+
+
+@_rule(_REL + r"?(?:个|個)?月(?P<part>初|上旬|中旬|下旬|底|末)")
+def _relative_month_part(m: re.Match[str], now: _Now) -> _Span | None:
+    back = _REL_SHIFT[m["rel"]]
+    if back is None:  # 月底 alone: this month's if it has begun, else last month's
+        this = _month_part(now.today.year, now.today.month, m["part"])
+        back = 0 if this.start <= now.moment else 1
+    return _month_part(*_shift_month(now.today.year, now.today.month, -back), m["part"])
+
+
+@_rule(_YP + r"(?P<part>年初|年中|年底|年末)")
+def _year_part(m: re.Match[str], now: _Now) -> _Span | None:
+    first_month, end_month = _YEAR_PARTS[m["part"]]
+
+    def first_of(year: int) -> _Span:
+        end_year, end_m = _shift_month(year, end_month, 0) if end_month <= 12 else (year + 1, 1)
+        return _Span(datetime(year, first_month, 1), datetime(end_year, end_m, 1))
+
+    return _latest(first_of, now, _year_prefix(m, now))
+
+
 def _named_date(month: int, day: int, year: int | None, now: _Now) -> _Span | None:
     return _latest(lambda y: _safe(lambda: _days(date(y, month, day))), now, year)
 
@@ -501,7 +541,7 @@ def _festival_cn(m: re.Match[str], now: _Now) -> _Span | None:
 _FUTURE = re.compile(r"明天|明日|明早|明晚|后天|下周|下个?星期|下个?礼拜|下个?月|明年|\btomorrow\b|\bnext (?:week|month|year)\b")
 _BEFORE = re.compile(r"每|\bevery $")
 _AFTER = re.compile(r"^(?:之|以)?(?:前|后(?!来)|後(?!來))|^(?:那阵|左右之前)|^ (?:before|after)\b")
-_TRIGGER_CHARS = "天日周週星期礼禮拜月年春夏秋冬暑寒晚夜"
+_TRIGGER_CHARS = "天日周週星期礼禮拜月年春夏秋冬暑寒晚夜旬"
 
 
 @lru_cache(maxsize=1)
