@@ -150,6 +150,7 @@ def test_every_window_has_begun_by_now() -> None:
         "春节前我在哪",  # an open interval
         "三月以后",
         "去年三月和今年四月",  # two windows: ambiguous
+        "春节" * 200,  # a list of dates is no one window
     ],
 )
 def test_no_window_for_plain_future_habitual_or_ambiguous_questions(query: str) -> None:

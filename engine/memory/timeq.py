@@ -560,6 +560,9 @@ def _resolve(resolve: Resolver, m: re.Match[str], now: _Now) -> _Span | None:
         return None
 
 
+_MAX_HITS = 4
+
+
 @dataclass(frozen=True)
 class _Hit:
     start: int
@@ -576,12 +579,16 @@ def _hits(text: str, now: _Now) -> list[_Hit]:
             if m.end() > m.start():
                 found.append((m.start(), m.end(), m, resolve))
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
-    hits: list[_Hit] = []
+    chosen: list[tuple[int, int, re.Match[str], Resolver]] = []
     last_end = -1
     for start, end, m, resolve in found:
-        if start < last_end:
-            continue
-        last_end = end
+        if start >= last_end:
+            chosen.append((start, end, m, resolve))
+            last_end = end
+    if len(chosen) > _MAX_HITS:  # a list of dates is no one window: do not resolve them all
+        return [_Hit(0, 0, None)]
+    hits: list[_Hit] = []
+    for start, end, m, resolve in chosen:
         poisoned = bool(_BEFORE.search(text[max(0, start - 6):start])) or bool(_AFTER.search(text[end:end + 4]))
         hits.append(_Hit(start, end, None if poisoned else _resolve(resolve, m, now)))
     return hits
