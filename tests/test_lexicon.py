@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from engine.errors import ConfigError
 from engine.memory import lexicon as lx
-from engine.memory.lexicon_build import build_tables
+from engine.memory.lexicon_build import build_tables, category_members
 
 
 def test_a_defined_word_has_the_class_its_definition_names() -> None:
@@ -35,7 +35,7 @@ def test_synonym_lines_are_symmetric() -> None:
 def test_a_category_reaches_the_members_of_its_subclasses() -> None:
     # 提琴 is defined as "某些乐器……": a class ending in 乐器 is a kind of 乐器 (head-final), so 提琴 is
     # an 乐器 though no definition says so directly
-    assert "提琴" not in lx._members_of("乐器")
+    assert "乐器" not in lx.hypernyms("提琴")
     assert "提琴" in lx.hyponyms("乐器")
 
 
@@ -92,6 +92,9 @@ def test_builder_reads_genus_gloss_forms_heads_and_aliases() -> None:
     assert {"鼓", "乐器"} <= set(classes["架子鼓"])  # a word only on a synonym line: its head's classes
     assert classes["抗菌素"]["抗生素"] == 1.0 and "物质" in classes["抗菌素"]  # alias, then one hop up
     assert lines == [("鹦鹉", "鹦哥"), ("架子鼓", "爵士鼓")]
+    members = category_members(classes)
+    assert "鹦鹉" in members["鸟"] and "鼓" in members["乐器"]
+    assert members["物"]["抗生素"] == pytest.approx(0.8 * classes["抗生素"]["物质"])  # 物质 is built on 物
     assert idf == {"鹦鹉": 9.4, "乐器": 8.0}
 
 
@@ -103,3 +106,4 @@ def test_random_words_never_raise(words: list[str], limit: int) -> None:
     assert len(out) <= max(limit, 0)
     for word in words:
         lx.related(word)
+

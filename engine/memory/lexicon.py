@@ -6,8 +6,9 @@ compound inherits its head's (Chinese compounds are head-final: 架子鼓 -> 鼓
 add near words. Nothing here is written from an evaluation set; the data files are derived by
 engine/memory/lexicon_build.py from two published, Apache-2.0 sources (credited in NOTICE):
 
-- data/lexicon_classes.tsv: word -> idf and classes, from JioNLP 1.5.31's word dictionary (33,988 words with
-  definitions), character dictionary (17,578 characters) and idf table (github.com/dongrixinyu/JioNLP);
+- data/lexicon_classes.tsv (word -> idf and classes) and data/lexicon_members.tsv (category -> its 200 best
+  members, subclasses included), from JioNLP 1.5.31's word dictionary (33,988 words with definitions),
+  character dictionary (17,578 characters) and idf table (github.com/dongrixinyu/JioNLP);
 - data/lexicon_synonyms.txt: 24,592 synonym lines of 2-12 Chinese terms from Chinese-Synonyms 1.2.0's
   sim_words.txt (the `cnsyn` package, github.com/shangfr/Chinese-Synonyms).
 
@@ -36,8 +37,7 @@ class Lexicon:
     the load time of parsing 64k rows up front)."""
 
     rows: dict[str, str]  # word -> "idf<TAB>class:weight,..."
-    member_rows: dict[str, str]  # class -> "member:weight,..." (the 200 best)
-    subclasses: dict[str, tuple[str, ...]]  # 乐器 -> 打击乐器, 弦乐器 ...; 虫 -> 昆虫, 害虫 ...
+    member_rows: dict[str, str]  # category -> "member:weight,..." (the 200 best, subclasses' included)
     lines: tuple[str, ...]
     lines_of: dict[str, tuple[int, ...]]
 
@@ -70,20 +70,12 @@ def lexicon() -> Lexicon:
     """The resource, loaded on first use and kept for the life of the process."""
     rows = _rows(_data("lexicon_classes.tsv"), "lexicon_classes.tsv")
     member_rows = _rows(_data("lexicon_members.tsv"), "lexicon_members.tsv")
-    subclasses: dict[str, list[str]] = defaultdict(list)
-    for name in member_rows:
-        if len(name) == 2:  # a two-character class built on a one-character category: 昆虫, 鸟类, 药物
-            for ch in set(name):
-                subclasses[ch].append(name)
-        for cut in range(1, len(name) - 1):  # head-final: 打击乐器 is a kind of 乐器
-            subclasses[name[cut:]].append(name)
     lines = tuple(line for line in _data("lexicon_synonyms.txt").splitlines() if line and not line.startswith("#"))
     lines_of: dict[str, list[int]] = defaultdict(list)
     for index, line in enumerate(lines):
         for term in line.split():
             lines_of[term].append(index)
-    return Lexicon(rows, member_rows, {k: tuple(sorted(v)) for k, v in subclasses.items()}, lines,
-                   {k: tuple(v) for k, v in lines_of.items()})
+    return Lexicon(rows, member_rows, lines, {k: tuple(v) for k, v in lines_of.items()})
 
 
 @lru_cache(maxsize=65536)
@@ -134,29 +126,24 @@ def _category_forms(word: str) -> list[str]:
     return forms
 
 
-def _classes_for(form: str) -> tuple[str, ...]:
-    """The class names a category word stands for: itself and its subclasses (乐器 -> 打击乐器; for a
-    one-character category the two-character classes built on it, 虫 -> 昆虫, 药 -> 药物)."""
-    lex = lexicon()
-    own = (form,) if form in lex.member_rows else ()
-    return own + lex.subclasses.get(form, ())
-
-
 @lru_cache(maxsize=16384)
 def _hyponyms(category: str) -> tuple[tuple[str, float], ...]:
+    """The members of a category and of its plain form (虫子 -> 虫), best first (precomputed by the builder,
+    subclasses included)."""
+    forms = _category_forms(category)
+    if len(forms) == 1:
+        return tuple((m, w) for m, w in _members_of(category).items() if m != category)
     found: dict[str, float] = {}
-    for form in _category_forms(category):
-        for name in _classes_for(form):
-            factor = 1.0 if name == form else 0.8  # a subclass's members count a little less
-            for member, weight in _members_of(name).items():
-                if member != category:
-                    found[member] = max(found.get(member, 0.0), round(weight * factor, 3))
+    for form in forms:
+        for member, weight in _members_of(form).items():
+            if member != category:
+                found[member] = max(found.get(member, 0.0), weight)
     return tuple(sorted(found.items(), key=lambda kv: (-kv[1], idf(kv[0]), kv[0])))
 
 
 def hyponyms(category: str) -> dict[str, float]:
-    """Words whose class is `category` or one of its subclasses (鸟 -> 鹦鹉, 乐器 -> 鼓 / 小提琴 / 架子鼓),
-    the best first; {} if none."""
+    """Words whose class is `category` or one of its subclasses (鸟 -> 鹦鹉, 乐器 -> 鼓 / 小提琴 / 提琴),
+    the best first (at most 200 a form); {} if none."""
     if not isinstance(category, str) or not category:
         return {}
     return dict(_hyponyms(category))
@@ -170,8 +157,9 @@ def related(word: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=16384)
-def _expansion(word: str, limit: int) -> tuple[tuple[str, float], ...]:
-    """One word's expansion terms, the `limit` best (cached: queries repeat words)."""
+def _expansion(word: str, limit: int) -> tuple[tuple[float, float, str], ...]:
+    """One word's `limit` best expansion terms as sort keys (-weight, idf, term), cached: queries
+    repeat words, and a ready key makes merging a plain tuple sort."""
     out: dict[str, float] = {}
 
     def add(term: str, weight: float) -> None:
@@ -184,7 +172,7 @@ def _expansion(word: str, limit: int) -> tuple[tuple[str, float], ...]:
     for name, weight in hypernyms(word).items():
         add(name, weight * 0.5)
     out.pop(word, None)
-    return tuple(sorted(out.items(), key=lambda kv: (-kv[1], idf(kv[0]), kv[0]))[:limit])
+    return tuple(sorted((-weight, idf(term), term) for term, weight in out.items())[:limit])
 
 
 def expand(words: Iterable[str], limit: int) -> dict[str, float]:
@@ -193,12 +181,11 @@ def expand(words: Iterable[str], limit: int) -> dict[str, float]:
     term first (idf), then by text, so the result is deterministic. The words themselves are left out."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
         return {}
-    given = sorted({w for w in words if isinstance(w, str) and w})
-    out: dict[str, float] = {}
+    given = {w for w in words if isinstance(w, str) and w}
+    best: dict[str, tuple[float, float, str]] = {}
     for word in given:
-        for term, weight in _expansion(word, limit):
-            out[term] = max(out.get(term, 0.0), weight)
-    for word in given:
-        out.pop(word, None)
-    ranked = sorted(out.items(), key=lambda kv: (-kv[1], idf(kv[0]), kv[0]))
-    return dict(ranked[:limit])
+        for key in _expansion(word, limit):
+            term = key[2]
+            if term not in given and (term not in best or key < best[term]):
+                best[term] = key
+    return {term: -weight for weight, _, term in sorted(best.values())[:limit]}

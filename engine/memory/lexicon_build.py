@@ -2,7 +2,7 @@
 
 Run by hand when either source is upgraded, never at run time:
     pip install 'jionlp>=1.5.31,<1.6' 'cnsyn>=1.2,<1.3'
-    python -m engine.memory.lexicon_build
+    python -m engine.memory.lexicon_build            # or --check: exit 1 if the shipped files are stale
 Both packages are Apache-2.0; the derived files ship with anima (see NOTICE), so the daemon needs neither
 package (cnsyn alone would pull scikit-learn, scipy and Whoosh for a 1.6 MB text file) and never imports
 jionlp (0.8 s and ~35 MB). The files are read from the installed packages without importing them.
@@ -23,6 +23,7 @@ import importlib.util
 import json
 import re
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -148,6 +149,27 @@ def build_tables(char_dict: str, word_dict: str, idf_text: str, sim_words: str) 
     return classes, clusters, idf
 
 
+def category_members(classes: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """category -> its members: the words of that class, and at 0.8 the words of its subclasses: a class
+    ending in it (head-final: 打击乐器 is a kind of 乐器) or, for a one-character category, a two-character
+    class built on it (虫 -> 昆虫 / 害虫, 药 -> 药物)."""
+    direct: dict[str, dict[str, float]] = {}
+    for word, found in classes.items():
+        for name, weight in found.items():
+            direct.setdefault(name, {})[word] = weight
+    members: dict[str, dict[str, float]] = {name: dict(words) for name, words in direct.items()}
+    for name, words in direct.items():
+        above = {name[cut:] for cut in range(1, len(name) - 1)}  # 打击乐器 -> 击乐器, 乐器
+        if len(name) == 2:
+            above |= set(name)  # 昆虫 -> 昆, 虫
+        for category in above - {name}:
+            merged = members.setdefault(category, {})
+            for word, weight in words.items():
+                if word != category:
+                    merged[word] = max(merged.get(word, 0.0), round(weight * 0.8, 3))
+    return members
+
+
 def write(classes: dict[str, dict[str, float]], clusters: list[tuple[str, ...]], idf: dict[str, float], out: Path) -> None:
     header = ("# Derived from JioNLP 1.5.31's chinese_word_dictionary, chinese_char_dictionary and idf tables\n"
               "# (Apache-2.0, github.com/dongrixinyu/JioNLP) by engine/memory/lexicon_build.py; see NOTICE.\n")
@@ -157,12 +179,9 @@ def write(classes: dict[str, dict[str, float]], clusters: list[tuple[str, ...]],
         for word in words:
             row = ",".join(f"{n}:{w:g}" for n, w in sorted(classes.get(word, {}).items(), key=lambda kv: (-kv[1], kv[0])))
             fh.write(f"{word}\t{idf.get(word, '')}\t{row}\n")
-    members: dict[str, dict[str, float]] = {}
-    for word, found in classes.items():
-        for name, weight in found.items():
-            members.setdefault(name, {})[word] = weight
+    members = category_members(classes)
     with (out / "lexicon_members.tsv").open("w", encoding="utf-8") as fh:
-        fh.write(header + f"# class<TAB>member:weight,... (the {_MAX_MEMBERS} best: weight, then the more common word)\n")
+        fh.write(header + f"# category<TAB>member:weight,... (the {_MAX_MEMBERS} best: weight, then the more common word)\n")
         for name in sorted(members):
             ranked = sorted(members[name].items(), key=lambda kv: (-kv[1], idf.get(kv[0], _UNKNOWN_IDF), kv[0]))
             fh.write(name + "\t" + ",".join(f"{m}:{w:g}" for m, w in ranked[:_MAX_MEMBERS]) + "\n")
@@ -173,8 +192,20 @@ def write(classes: dict[str, dict[str, float]], clusters: list[tuple[str, ...]],
             fh.write(" ".join(terms) + "\n")
 
 
+_FILES = ("lexicon_classes.tsv", "lexicon_members.tsv", "lexicon_synonyms.txt")
+
+
 def main(argv: list[str] | None = None) -> int:
-    out = Path(argv[0]) if argv else _DATA
+    """Write the data files into engine/memory/data (or the folder given); with --check, build into a
+    temporary folder and exit 1 if the shipped files differ from what the installed packages give."""
+    args = list(argv or [])
+    if "--check" in args:
+        with tempfile.TemporaryDirectory() as folder:
+            main([folder])
+            differ = [n for n in _FILES if (Path(folder) / n).read_bytes() != (_DATA / n).read_bytes()]
+        print(json.dumps({"differ": differ}))
+        return 1 if differ else 0
+    out = Path(args[0]) if args else _DATA
     jio = package_dir("jionlp") / "dictionary"
     classes, clusters, idf = build_tables(
         _read_zip(jio / "chinese_char_dictionary.zip", "chinese_char_dictionary.txt"),
