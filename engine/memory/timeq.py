@@ -484,7 +484,9 @@ def _season(name: str, year_prefix: str | None, now: _Now) -> _Span | None:
     latest = _latest(first_of, now, None)
     if latest is None:
         return None
-    if not year_prefix or year_prefix in ("今年", "this"):
+    if not year_prefix:
+        return latest
+    if year_prefix in ("今年", "this"):
         # 今年冬天 in January is the winter that began last December; in summer it would be the future,
         # which no memory holds, so the most recent one is the best reading.
         return latest if first_month == 12 or latest.start.year == now.today.year else None
