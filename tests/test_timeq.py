@@ -100,6 +100,10 @@ EXPECTED = [
     ("last christmas", _days(date(2025, 12, 25))),
     ("冬至", _days(_jieqi(2025, "冬至"))),  # 2026's is three weeks ahead of NOW
     ("去年年底", _month(2025, 12)),
+    ("五月初五", _days(_lunar(2026, 5, 5))),  # a lunar date: the day is written 初五
+    ("正月十五晚上", (_at(_lunar(2026, 1, 15), 18), _at(_lunar(2026, 1, 15), 24))),
+    ("农历八月十五", _days(_lunar(2026, 8, 15))),
+    ("去年的今天", _days(date(2025, 12, 1))),
     ("上个月底", (_at(date(2026, 11, 21)), _at(date(2026, 12, 1)))),
     ("三月中旬", (_at(date(2026, 3, 11)), _at(date(2026, 3, 21)))),
 ]
@@ -151,6 +155,7 @@ def test_every_window_has_begun_by_now() -> None:
         "三月以后",
         "去年三月和今年四月",  # two windows: ambiguous
         "春节" * 200,  # a list of dates is no one window
+        "五月十五",  # no lunar mark, no 日/号: either calendar, so neither
     ],
 )
 def test_no_window_for_plain_future_habitual_or_ambiguous_questions(query: str) -> None:

@@ -435,6 +435,44 @@ def _date_cn(m: re.Match[str], now: _Now) -> _Span | None:
     return _narrow(span, m["tod"]) if span else None
 
 
+@_rule(r"(?P<y>去年|前年)的?(?:今天|这一天|这天)")
+def _same_day_years_ago(m: re.Match[str], now: _Now) -> _Span | None:
+    back = 1 if m["y"] == "去年" else 2
+    day = now.today.replace(day=28) if (now.today.month, now.today.day) == (2, 29) else now.today
+    return _days(day.replace(year=day.year - back))
+
+
+# Lunar dates: the day written 初一 ... 三十, or the month 正 / 冬 / 腊, or 农历 before it, is a lunar date.
+_LUNAR_DAY = r"(?P<ld>初[一二三四五六七八九十]|十[一二三四五六七八九]|二十[一二三四五六七八九]?|廿[一二三四五六七八九]?|三十|十五|十)"
+_LUNAR_MONTH = {"正": 1, "冬": 11, "腊": 12}
+
+
+def _lunar_day_number(text: str) -> int | None:
+    return cn_int(text.replace("初", "").replace("廿", "二十"))
+
+
+@_rule(r"(?P<nl>农历|阴历)?(?P<lm>正|冬|腊|(?<![\d零〇一二两三四五六七八九十])(?:十一|十二|十|一|二|三|四|五|六|七|八|九))月" + _LUNAR_DAY + _TOD)
+def _lunar_date(m: re.Match[str], now: _Now) -> _Span | None:
+    if not (m["nl"] or m["lm"] in _LUNAR_MONTH or m["ld"].startswith(("初", "廿"))):
+        return None  # "五月十五" without a lunar mark could be either calendar: no window
+    from lunar_python import Lunar
+
+    month = _LUNAR_MONTH.get(m["lm"]) or cn_int(m["lm"])
+    day = _lunar_day_number(m["ld"])
+    if not month or not day:
+        return None
+    best: _Span | None = None
+    for lunar_year in range(now.today.year, now.today.year - 3, -1):
+        try:
+            solar = Lunar.fromYmd(lunar_year, month, day).getSolar()
+        except Exception:  # lunar-python raises a bare Exception for 三十 of a 29-day month
+            continue
+        span = _days(date(solar.getYear(), solar.getMonth(), solar.getDay()))
+        if span.start <= now.moment and (best is None or span.start > best.start):
+            best = span
+    return _narrow(best, m["tod"]) if best else None
+
+
 @_rule(r"(?<!\d)(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?!\d)")
 def _date_iso(m: re.Match[str], now: _Now) -> _Span | None:
     return _safe(lambda: _days(date(int(m["y"]), int(m["m"]), int(m["d"]))))
