@@ -59,9 +59,16 @@ def prepare_database(db_path: Path, settings: Settings, now: float, log: Any) ->
 
 
 def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[str, Any]:
+    if db_path.exists():
+        # Read-only first: even switching a file to WAL writes its header, and a damaged file must be
+        # left exactly as it was found (for a restore, or for forensics).
+        reader = connect(db_path, readonly=True)
+        try:
+            quick_check(reader, db_path)
+        finally:
+            reader.close()
     conn = connect(db_path)
     try:
-        quick_check(conn, db_path)
         check_not_newer(conn)
         applied = migrate(conn, now)
         if applied:
