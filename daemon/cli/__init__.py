@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from daemon.cli.env import CliEnv
 from engine.errors import AnimaError
-from engine.store.connect import store_fault
+from engine.store.connect import driver_error
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,9 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:
-        # A full disk or a damaged file is a state to report, not a crash (one mapping: store_fault);
-        # anything else is a bug and keeps its traceback.
-        fault = store_fault(exc, db)
+        # A full disk, a damaged file or another SQLite error is a state to report, not a crash
+        # (one mapping: engine.store.connect.store_fault); anything else is a bug and keeps its traceback.
+        fault = driver_error(exc, db)
         if fault is None:
             raise
         return _one_line(fault)

@@ -25,7 +25,8 @@ BUSY_TIMEOUT_MS = 5000
 # `anima` group) may read them for backups. A stricter umask still narrows this.
 DB_FILE_MODE = 0o640
 SQLITE_HEADER = b"SQLite format 3\x00"
-_SQLITE_FULL, _SQLITE_CORRUPT, _SQLITE_NOTADB = 13, 11, 26
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 10, 11, 13, 14, 26
+FULL_BELOW_BYTES = 64 * 1024  # less free space than this next to the database counts as full
 STORAGE_FULL_MESSAGE = ("the disk holding the database {db} is full: writes are refused until space is freed "
                         "(reads go on); free space on that filesystem and the daemon recovers by itself")
 
@@ -141,12 +142,37 @@ def store_fault(exc: BaseException, db: str | Path = "") -> AnimaError | None:
     if code is None:
         return None
     primary = int(code) & 0xFF
-    if primary == _SQLITE_FULL:
+    if primary == _SQLITE_FULL or (primary in (_SQLITE_IOERR, _SQLITE_CANTOPEN) and disk_is_full(db)):
+        # SQLite reports ENOSPC as SQLITE_FULL when a page write fails, but as an I/O error when
+        # growing its -shm or creating a side file fails; the filesystem's free space tells them apart.
         return StorageFullError(STORAGE_FULL_MESSAGE.format(db=db or "(unknown)"))
     if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
         return DamagedStoreError(
             f"database {db or '(unknown)'} is damaged ({getattr(exc, 'sqlite_errorname', 'corrupt')}: {exc}); "
             "stop the daemon and restore a snapshot: anima restore SNAPSHOT")
+    return None
+
+
+def disk_is_full(db: str | Path) -> bool:
+    """Whether the filesystem holding `db` has (almost) no space left for this user."""
+    if not db:
+        return False
+    folder = Path(db).parent
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < FULL_BELOW_BYTES
+
+
+def driver_error(exc: BaseException, db: str | Path = "") -> AnimaError | None:
+    """store_fault, else any other SQLite error as one StoreError line (for the CLI: no traceback)."""
+    fault = store_fault(exc, db)
+    if fault is not None:
+        return fault
+    if getattr(exc, "sqlite_errorcode", None) is not None or isinstance(exc, _stdlib_sqlite3.Error):
+        name = getattr(exc, "sqlite_errorname", type(exc).__name__)
+        return StoreError(f"database {db or '(unknown)'}: {exc} ({name}); check the file, its directory and the disk")
     return None
 
 
