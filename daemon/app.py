@@ -28,7 +28,7 @@ from daemon.db import AsyncStore
 from daemon.logs import configure_logging, get_logger
 from daemon.sdnotify import Notifier
 from engine.companion import create_companion
-from engine.errors import AnimaError
+from engine.errors import AnimaError, StorageFullError
 from engine.settings import Settings
 from engine.store import connect, driver_name, migrate, transaction
 from engine.store.connect import quick_check, store_fault
@@ -97,9 +97,10 @@ def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[st
                 gap_s = max(0.0, now - last_beat)
                 log_event(conn, now, "gap", since=last_beat, until=now, seconds=round(gap_s, 3),
                           clean_stop=clean_stop)
-                log.info("daemon.gap", seconds=round(gap_s, 3), clean_stop=clean_stop)
             conn.execute(q("daemon_started"), {"pid": os.getpid(), "now": now, "wall": time.time()})
             log_event(conn, now, "start", pid=os.getpid(), schema=db_schema_version(conn), driver=driver_name())
+        if last_beat is not None:  # logged once it is on file
+            log.info("daemon.gap", seconds=round(max(0.0, now - last_beat), 3), clean_stop=clean_stop)
         return {"last_beat_at": last_beat, "companion": companion, "schema": db_schema_version(conn)}
     finally:
         conn.close()
@@ -147,6 +148,7 @@ class Daemon:
         store = await AsyncStore(self.db_path).open()
         await store.call(hand_over_checkpoints)
         self.checkpointer = WalCheckpointer(self.db_path)
+        self.checkpointer.start(self.log)
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, companion=recovered["companion"], started_at=now, last_beat_at=now)
         ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
@@ -203,7 +205,10 @@ class Daemon:
                                    detail=str(exc)[:200])
             ctx.last_beat_at = now
             ctx.loop_lag_ms = lag_ms
-            await ctx.store.call(_record_beat, now, time.time(), lag_ms)
+            try:
+                await ctx.store.call(_record_beat, now, time.time(), lag_ms)
+            except StorageFullError:  # her heart (and the watchdog) go on while the disk is full
+                self.log.warning("db.beat_unrecorded", reason="storage_full")
             await self._checkpoint()
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
             self.log.debug("heartbeat.done", dt_s=round(dt, 3), lag_ms=round(lag_ms, 1))
@@ -295,5 +300,6 @@ def _record_beat(conn: Any, now: float, wall: float, lag_ms: float) -> None:
 
 
 def _record_stop(conn: Any, now: float, wall: float) -> None:
-    conn.execute(q("daemon_stopped"), {"now": now, "wall": wall})
-    log_event(conn, now, "stop", pid=os.getpid())
+    with transaction(conn):  # the stop mark and its event together: a half-recorded stop is no clean stop
+        conn.execute(q("daemon_stopped"), {"now": now, "wall": wall})
+        log_event(conn, now, "stop", pid=os.getpid())

@@ -92,6 +92,12 @@ def test_disk_full_is_a_state_not_a_crash(tmp_path: Path, small_disk: Path, star
     assert statuses[-1] == 503 and 500 not in statuses
     assert refusal["error"]["code"] == "storage_full" and "full" in refusal["error"]["message"]
     assert health["db_ok"] is False and health["alive"] is False and "full" in health["db_error"]
+    daemon.notify.sock.setblocking(False)  # drop what was sent before the disk filled
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            daemon.notify.sock.recv(4096)
+    daemon.notify.wait_for("WATCHDOG=1", 5)  # her heart and the watchdog go on while writes are refused
+    daemon.notify.wait_for("WATCHDOG=1", 5)
 
     started = time.monotonic()
     assert daemon.stop(timeout=20) == 0
