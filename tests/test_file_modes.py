@@ -10,7 +10,7 @@ import pytest
 
 from engine.snapshot import export, manifest_path, restore
 from engine.store import connect, migrate
-from engine.store.lock import DaemonLock, lock_path
+from engine.store.lock import lock_path
 
 T0 = 1_780_000_000.0
 
@@ -60,13 +60,3 @@ def test_root_restore_keeps_the_owner_and_mode_of_the_file_it_replaces(tmp_path:
     assert (lock.st_uid, lock.st_gid) == (service_uid, service_gid)  # the service user can take it next
     for side in ("-wal", "-shm"):
         assert not Path(f"{db}{side}").exists()  # restore's own check leaves no root-owned side files
-
-
-def test_lock_file_made_by_another_user_can_still_be_taken(tmp_path: Path) -> None:
-    db = tmp_path / "her.db"
-    lock = lock_path(db)
-    lock.write_text("")
-    lock.chmod(0o440)  # read-only: flock needs no write access
-    held = DaemonLock(db)
-    held.acquire()
-    held.release()
