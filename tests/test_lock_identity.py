@@ -79,6 +79,21 @@ def test_restore_through_a_symlink_replaces_the_file_it_points_at(tmp_path: Path
     assert done["backup"] is not None and Path(done["backup"]).parent == real.parent
 
 
+def test_restore_or_a_cli_writer_through_a_hard_link_is_refused(tmp_path: Path) -> None:
+    real = _db(tmp_path / "a.db")
+    snap = tmp_path / "snap.db"
+    export(real, snap, T0)
+    os.link(real, tmp_path / "hard.db")
+    before = real.read_bytes()
+    with pytest.raises(LockedError, match="hard links"):
+        restore(snap, tmp_path / "hard.db", T0)
+    assert real.read_bytes() == before and (tmp_path / "hard.db").stat().st_ino == real.stat().st_ino
+    config = write_config(tmp_path / "config.toml")
+    result = run_anima("--config", str(config), "--db", str(tmp_path / "hard.db"), "control", "set",
+                       "memory_hybrid", "off", timeout=60)
+    assert result.code == 2 and "hard links" in result.err and result.err.count("\n") == 1, result.err
+
+
 @pytest.mark.e2e
 def test_second_daemon_through_a_symlink_or_a_hard_link_exits_2(tmp_path: Path, start_daemon) -> None:
     real = tmp_path / "a.db"
