@@ -65,6 +65,7 @@ def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool
     module = sqlite_module()
     path = Path(path)
     check_file(path)
+    created = False
     if readonly:
         if not path.exists():
             raise StoreError(f"database {path} does not exist; create it with: anima init")
@@ -72,7 +73,7 @@ def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool
         conn = module.connect(uri, uri=True, isolation_level=None, check_same_thread=check_same_thread)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _create_private(path)
+        created = _create_private(path)
         conn = module.connect(str(path), isolation_level=None, check_same_thread=check_same_thread)
     try:
         conn.row_factory = module.Row
@@ -86,6 +87,8 @@ def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool
         conn.enable_load_extension(False)
     except Exception as exc:  # a truncated or damaged file fails here, at its first read
         conn.close()
+        if not readonly and created and path.stat().st_size == 0:
+            path.unlink()  # ours and still empty (a full disk): leave no empty file to be refused next time
         fault = store_fault(exc, path)
         if fault is not None:
             raise fault from None
@@ -119,13 +122,15 @@ def check_file(path: Path) -> None:
             "check --db / [database] path, or restore a snapshot: anima restore SNAPSHOT")
 
 
-def _create_private(path: Path) -> None:
-    """Create a missing database file as DB_FILE_MODE before SQLite does (SQLite would make it 0644 & ~umask)."""
+def _create_private(path: Path) -> bool:
+    """Create a missing database file as DB_FILE_MODE before SQLite does (SQLite would make it 0644 & ~umask);
+    True when this call created it."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, DB_FILE_MODE)
     except FileExistsError:
-        return
+        return False
     os.close(fd)
+    return True
 
 
 def store_fault(exc: BaseException, db: str | Path = "") -> AnimaError | None:
