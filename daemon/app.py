@@ -28,9 +28,10 @@ from daemon.db import AsyncStore
 from daemon.logs import configure_logging, get_logger
 from daemon.sdnotify import Notifier
 from engine.companion import create_companion
-from engine.errors import AnimaError
+from engine.errors import AnimaError, StorageFullError
 from engine.settings import Settings
-from engine.store import connect, driver_name, migrate
+from engine.store import connect, driver_name, migrate, transaction
+from engine.store.connect import quick_check, store_fault
 from engine.store.core import controls as read_controls
 from engine.store.core import daemon_state, get_companion, log_event
 from engine.store.lock import DaemonLock
@@ -38,13 +39,34 @@ from engine.store.migrate import check_not_newer, db_schema_version
 from engine.store.queries import q
 
 DRAIN_TIMEOUT_S = 8.0
+STOP_STEP_TIMEOUT_S = 3.0
 
 
 def prepare_database(db_path: Path, settings: Settings, now: float, log: Any) -> dict[str, Any]:
-    """Migrate, create the demo companion if none, and record the gap since the last beat.
+    """Check the file, migrate, create the demo companion if none, and record the gap since the last beat.
 
-    Returns what recovery learnt: the previous last beat (her time) and the companion row.
+    Returns what recovery learnt: the previous last beat (her time) and the companion row. A file
+    that is not a healthy anima database is refused here (DamagedStoreError, one line), before
+    she writes anything into it; a full disk is StorageFullError, not a traceback.
     """
+    try:
+        return _prepare(db_path, settings, now, log)
+    except Exception as exc:
+        fault = store_fault(exc, db_path)
+        if fault is None or fault is exc:
+            raise
+        raise fault from exc
+
+
+def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[str, Any]:
+    if db_path.exists():
+        # Read-only first: even switching a file to WAL writes its header, and a damaged file must be
+        # left exactly as it was found (for a restore, or for forensics).
+        reader = connect(db_path, readonly=True)
+        try:
+            quick_check(reader, db_path)
+        finally:
+            reader.close()
     conn = connect(db_path)
     try:
         check_not_newer(conn)
@@ -64,15 +86,21 @@ def prepare_database(db_path: Path, settings: Settings, now: float, log: Any) ->
                 now=now,
             )
             log.info("companion.created", demo=True, birth_tz=demo.demo_tz)
-        previous = daemon_state(conn)
-        last_beat = previous["last_beat_at"] if previous else None
-        if last_beat is not None:
-            gap_s = max(0.0, now - last_beat)
-            log_event(conn, now, "gap", since=last_beat, until=now, seconds=round(gap_s, 3),
-                      clean_stop=bool(previous and previous["stopped_at"]))
-            log.info("daemon.gap", seconds=round(gap_s, 3), clean_stop=bool(previous and previous["stopped_at"]))
-        conn.execute(q("daemon_started"), {"pid": os.getpid(), "now": now, "wall": time.time()})
-        log_event(conn, now, "start", pid=os.getpid(), schema=db_schema_version(conn), driver=driver_name())
+        # One transaction: the gap, the new run's row (stopped_at = NULL) and its start event land
+        # together or not at all, so a start that failed (disk full) leaves the previous run's
+        # record as it was, and a run that is later killed can never inherit a clean stop.
+        with transaction(conn):
+            previous = daemon_state(conn)
+            last_beat = previous["last_beat_at"] if previous else None
+            clean_stop = bool(previous and previous["stopped_at"] is not None)
+            if last_beat is not None:
+                gap_s = max(0.0, now - last_beat)
+                log_event(conn, now, "gap", since=last_beat, until=now, seconds=round(gap_s, 3),
+                          clean_stop=clean_stop)
+            conn.execute(q("daemon_started"), {"pid": os.getpid(), "now": now, "wall": time.time()})
+            log_event(conn, now, "start", pid=os.getpid(), schema=db_schema_version(conn), driver=driver_name())
+        if last_beat is not None:  # logged once it is on file
+            log.info("daemon.gap", seconds=round(max(0.0, now - last_beat), 3), clean_stop=clean_stop)
         return {"last_beat_at": last_beat, "companion": companion, "schema": db_schema_version(conn)}
     finally:
         conn.close()
@@ -120,6 +148,7 @@ class Daemon:
         store = await AsyncStore(self.db_path).open()
         await store.call(hand_over_checkpoints)
         self.checkpointer = WalCheckpointer(self.db_path)
+        self.checkpointer.start(self.log)
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, companion=recovered["companion"], started_at=now, last_beat_at=now)
         ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
@@ -176,7 +205,10 @@ class Daemon:
                                    detail=str(exc)[:200])
             ctx.last_beat_at = now
             ctx.loop_lag_ms = lag_ms
-            await ctx.store.call(_record_beat, now, time.time(), lag_ms)
+            try:
+                await ctx.store.call(_record_beat, now, time.time(), lag_ms)
+            except StorageFullError:  # her heart (and the watchdog) go on while the disk is full
+                self.log.warning("db.beat_unrecorded", reason="storage_full")
             await self._checkpoint()
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
             self.log.debug("heartbeat.done", dt_s=round(dt, 3), lag_ms=round(lag_ms, 1))
@@ -246,11 +278,19 @@ class Daemon:
                             self.log.error("component.stop_failed", component=part.name, error=type(exc).__name__)
         except TimeoutError:
             self.log.warning("daemon.drain_timeout", seconds=DRAIN_TIMEOUT_S)
+        # Every step below is bounded and may fail (a full disk): a stop always completes.
         if self.checkpointer is not None:
-            await self.checkpointer.close()
+            try:
+                async with asyncio.timeout(STOP_STEP_TIMEOUT_S):
+                    await self.checkpointer.close()
+            except Exception as exc:
+                self.log.warning("db.checkpointer_close_failed", error=type(exc).__name__)
         if ctx is not None:
-            now = self.clock.now()
-            await ctx.store.call(_record_stop, now, time.time())
+            try:
+                async with asyncio.timeout(STOP_STEP_TIMEOUT_S):
+                    await ctx.store.call(_record_stop, self.clock.now(), time.time())
+            except Exception as exc:  # then the next start's gap says clean_stop: false, which is the truth on file
+                self.log.warning("daemon.stop_unrecorded", error=type(exc).__name__)
             await ctx.store.close()
         self.log.info("daemon.stopped")
 
@@ -260,5 +300,6 @@ def _record_beat(conn: Any, now: float, wall: float, lag_ms: float) -> None:
 
 
 def _record_stop(conn: Any, now: float, wall: float) -> None:
-    conn.execute(q("daemon_stopped"), {"now": now, "wall": wall})
-    log_event(conn, now, "stop", pid=os.getpid())
+    with transaction(conn):  # the stop mark and its event together: a half-recorded stop is no clean stop
+        conn.execute(q("daemon_stopped"), {"now": now, "wall": wall})
+        log_event(conn, now, "stop", pid=os.getpid())

@@ -8,18 +8,28 @@ heartbeat this checkpointer runs a PASSIVE checkpoint, which waits for no reader
 and the daemon connection's `journal_size_limit` shrinks the WAL file when its next write starts
 the log over (set on the checkpointer's connection it does nothing: tried). A stop closes the
 daemon's connection last, which checkpoints what is left.
+
+A PASSIVE checkpoint never finishes under a flat-out write stream (new frames arrive while it
+copies), and a WAL that is never fully copied is never started over: it grew to fill an 8 MB disk
+in seconds (bench/chaos_storage.py). So the WAL is also bounded by size: a watcher looks at the
+file every second and, past WAL_SOFT_LIMIT_BYTES, runs a TRUNCATE checkpoint (it briefly holds new
+writers back, which is the price of a bounded log; it happens only under sustained writes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from engine.store import connect
 
-WAL_LIMIT_BYTES = 64 * 1024 * 1024
+WAL_SOFT_LIMIT_BYTES = 4 * 1024 * 1024
+WAL_LIMIT_BYTES = WAL_SOFT_LIMIT_BYTES  # the size the writer cuts the file back to when the log starts over
+WATCH_EVERY_S = 1.0
 
 
 def hand_over_checkpoints(conn: Any) -> None:
@@ -33,16 +43,54 @@ class WalCheckpointer:
         self.path = path
         self._conn: Any = None
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="wal-checkpoint")
+        self._mode = "PASSIVE"
+        self._watcher: asyncio.Future[None] | None = None
 
     def _checkpoint(self) -> tuple[int, int, int]:
         if self._conn is None:  # journal_size_limit is the writer's to apply: see hand_over_checkpoints
             self._conn = connect(self.path)
-        busy, wal_frames, copied = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        busy, wal_frames, copied = self._conn.execute(f"PRAGMA wal_checkpoint({self._mode})").fetchone()
         return int(busy), int(wal_frames), int(copied)
 
-    async def run(self) -> tuple[int, int, int]:
-        """(busy, frames in the WAL, frames copied into the database) of one PASSIVE checkpoint."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._checkpoint)
+    async def run(self, mode: str = "PASSIVE") -> tuple[int, int, int]:
+        """(busy, frames in the WAL, frames copied into the database) of one checkpoint (PASSIVE or TRUNCATE)."""
+        assert mode in ("PASSIVE", "TRUNCATE")
+
+        def step() -> tuple[int, int, int]:
+            self._mode = mode
+            return self._checkpoint()
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, step)
+
+    def wal_bytes(self) -> int:
+        try:
+            return os.stat(f"{self.path}-wal").st_size
+        except FileNotFoundError:
+            return 0
+
+    def start(self, log: Any = None) -> None:
+        """Watch the WAL's size (see the module doc) until close()."""
+        self._watcher = asyncio.ensure_future(self._watch(log))
+
+    async def _watch(self, log: Any) -> None:
+        while True:
+            await asyncio.sleep(WATCH_EVERY_S)
+            await self.enforce_limit(log)
+
+    async def enforce_limit(self, log: Any = None) -> bool:
+        """TRUNCATE-checkpoint a WAL past WAL_SOFT_LIMIT_BYTES; True when it did."""
+        size = self.wal_bytes()
+        if size <= WAL_SOFT_LIMIT_BYTES:
+            return False
+        try:
+            busy, frames, copied = await self.run("TRUNCATE")
+        except Exception as exc:  # a full disk: the database cannot grow to take the pages; try again later
+            if log is not None:
+                log.warning("db.checkpoint_failed", mode="truncate", wal_bytes=size, error=type(exc).__name__)
+            return False
+        if log is not None:
+            log.info("db.wal_truncated", wal_bytes=size, frames=frames, copied=copied, busy=busy)
+        return busy == 0
 
     def _close(self) -> None:
         if self._conn is not None:
@@ -50,5 +98,10 @@ class WalCheckpointer:
             self._conn = None
 
     async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watcher
+            self._watcher = None
         await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=True)

@@ -4,25 +4,37 @@ Engine store functions are plain synchronous `fn(conn, ...)`; the daemon must no
 loop on SQLite, and one connection must be used from one thread. aiosqlite already owns exactly
 that thread, so `call()` queues the function onto it (through aiosqlite's `_execute`, the one
 private entry point we use; the version range in pyproject.toml pins it).
+
+It is also where a storage fault becomes a state: every call's SQLITE_FULL / ENOSPC is raised as
+StorageFullError (engine.store.connect.store_fault, the one mapping), `fault` then says why writes
+fail (GET /v1/health reports it as db_ok: false), and the first write that succeeds again clears it.
+A failed write leaves the WAL as long as it got; a TRUNCATE checkpoint when the disk fills and
+again on recovery gives that space back instead of letting the log refill the freed disk.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from engine.errors import StorageFullError
 from engine.store import connect
+from engine.store.connect import store_fault
 
 T = TypeVar("T")
+CLOSE_TIMEOUT_S = 5.0
 
 
 class AsyncStore:
     def __init__(self, path: Path):
         self.path = path
         self._aconn: aiosqlite.Connection | None = None
+        self.fault: str | None = None  # why writes fail right now (disk full), None when they work
 
     async def open(self) -> AsyncStore:
         self._aconn = aiosqlite.Connection(
@@ -37,11 +49,41 @@ class AsyncStore:
         aconn = self._aconn
 
         def run() -> T:
-            return fn(aconn._conn, *args, **kwargs)
+            conn = aconn._conn
+            changes = conn.total_changes
+            try:
+                result = fn(conn, *args, **kwargs)
+            except Exception as exc:
+                fault = store_fault(exc, self.path)
+                if isinstance(fault, StorageFullError):
+                    if self.fault is None:
+                        _truncate_wal(conn)
+                    self.fault = str(fault)
+                    raise fault from exc
+                raise
+            if self.fault is not None and conn.total_changes != changes:
+                self.fault = None  # a write landed: space is back; give the WAL's growth back too
+                _truncate_wal(conn)
+            return result
 
         return await aconn._execute(run)
 
     async def close(self) -> None:
+        """Close the connection (its last checkpoint included), bounded: a stop must always complete."""
         if self._aconn is not None:
-            await self._aconn.close()
-            self._aconn = None
+            aconn, self._aconn = self._aconn, None
+            try:
+                async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                    await aconn.close()
+            except Exception:  # a stuck statement: interrupt it; the WAL stays and SQLite replays it on open
+                with contextlib.suppress(Exception):
+                    aconn._conn.interrupt()
+                with contextlib.suppress(Exception):
+                    aconn.stop()  # aiosqlite's thread is not a daemon thread: it must leave, or the process cannot
+
+
+def _truncate_wal(conn: Any) -> None:
+    """Best effort: copy what the WAL holds into the database and cut the WAL file to zero bytes."""
+    with contextlib.suppress(Exception):
+        if not conn.in_transaction:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

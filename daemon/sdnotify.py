@@ -24,8 +24,10 @@ class Notifier:
     def notify(self, *lines: str) -> None:
         if self.sock is None or self.address is None:
             return
+        # MSG_DONTWAIT: a supervisor that stops reading (a full queue) must never block the loop, or
+        # the heartbeat and SIGTERM's drain stall with it (BlockingIOError is an OSError: dropped).
         with contextlib.suppress(OSError):  # the supervisor went away; nothing useful to do
-            self.sock.sendto("\n".join(lines).encode(), self.address)
+            self.sock.sendto("\n".join(lines).encode(), socket.MSG_DONTWAIT, self.address)
 
     def watchdog_interval_s(self) -> float | None:
         """Half of WATCHDOG_USEC (systemd's advice), when the watchdog is on for this process."""

@@ -9,7 +9,7 @@ happened completely or not at all, and the retry starts from a clean slate.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +22,7 @@ SCRATCH_MAX_BYTES = 64 * 1024
 DEFAULT_BACKOFF_S: tuple[float, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0)
 REASON_RESTART = "process restart"
 REASON_LEASE = "lease expiry"
+REASON_OWNER_GONE = "owner gone"
 
 
 @dataclass(frozen=True)
@@ -175,12 +176,46 @@ def recover_interrupted(conn: Any, now: float, reason: str = REASON_RESTART,
     reason "process restart": every `running` row (called at start, before any claim).
     reason "lease expiry": only rows whose lease ran out, except those of `spare_owners` (our own live runs).
     """
+    query = q("running_jobs") if reason == REASON_RESTART else q("expired_jobs")
+    return _recover(conn, now, query, reason, backoff_s, lambda owner: owner not in spare_owners)
+
+
+def recover_orphans(conn: Any, now: float, gone: Callable[[str | None], bool],
+                    backoff_s: Sequence[float] = DEFAULT_BACKOFF_S) -> list[dict[str, Any]]:
+    """Interrupt `running` rows whose owner `gone(owner)` says is dead, lease or no lease.
+
+    For a CLI run with no daemon on the file: a killed `anima consolidate --now` left its job
+    running with a lease that may still be hours long, and nobody else would ever recover it.
+    """
+    return _recover(conn, now, q("running_jobs"), REASON_OWNER_GONE, backoff_s, gone)
+
+
+def owner_gone(owner: str | None, host: str, daemon_running: bool, pid_alive: Callable[[int], bool]) -> bool:
+    """Whether the lease holder of a running job is certainly dead (pure: the facts are passed in).
+
+    Owners are `cli:<host>:<pid>` (anima consolidate) and `<host>:<pid>:<tag>` (the daemon's worker).
+    A daemon owner is gone when no daemon holds the file's lock or its pid is dead; a CLI owner when
+    its pid is dead. Another host's owner is never judged here: its lease expiry will tell.
+    """
+    if not owner:
+        return True
+    parts = owner.split(":")
+    if parts[0] == "cli":
+        if len(parts) >= 3 and parts[1] == host and parts[2].isdigit():
+            return not pid_alive(int(parts[2]))
+        return False
+    if len(parts) >= 2 and parts[0] == host and parts[1].isdigit():
+        return not daemon_running or not pid_alive(int(parts[1]))
+    return False
+
+
+def _recover(conn: Any, now: float, query: str, reason: str, backoff_s: Sequence[float],
+             select: Callable[[str | None], bool]) -> list[dict[str, Any]]:
     recovered = []
     with transaction(conn):
-        query = q("running_jobs") if reason == REASON_RESTART else q("expired_jobs")
         rows = conn.execute(query, {"now": now}).fetchall()
         for row in rows:
-            if row["lease_owner"] in spare_owners:
+            if not select(row["lease_owner"]):
                 continue
             verdict, run_after = after_failure(row["attempts"], row["max_attempts"], now, backoff_s)
             status = "failed" if verdict == "failed" else "interrupted"

@@ -26,12 +26,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError, StoreError
+from engine.errors import DamagedStoreError, InputError, StoreError
 from engine.store.connect import connect, sqlite_module
-from engine.store.lock import DaemonLock
+from engine.store.lock import DaemonLock, real_path
 from engine.store.migrate import check_not_newer, code_schema_version, db_schema_version
 
 MANIFEST_FORMAT = 1
+SNAPSHOT_MODE = 0o640  # like the database (engine.store.connect.DB_FILE_MODE): her chats are not world-readable
 MANIFEST_SUFFIX = ".manifest.json"
 
 
@@ -164,12 +165,34 @@ def inspect(path: Path) -> dict[str, Any]:
     """Integrity, schema version and digests of a snapshot file (opened read-only)."""
     if not path.exists():
         raise InputError(f"snapshot {path} does not exist")
-    conn = connect(path, readonly=True)
+    if not path.is_file():
+        raise InputError(f"snapshot {path} is not a file (a directory?); give the snapshot file written by anima export")
+    try:
+        conn = connect(path, readonly=True)
+    except DamagedStoreError as exc:
+        raise InputError(f"snapshot {path} is not a usable anima snapshot: {exc}") from None
     try:
         return {"integrity": integrity(conn), "schema_version": db_schema_version(conn),
                 "tables": table_digests(conn), "summary": summary(conn)}
     finally:
         conn.close()
+
+
+def read_manifest(mpath: Path) -> dict[str, Any]:
+    """The manifest as a dict, or InputError saying why it is not one (unreadable, not JSON, not an object)."""
+    try:
+        value = json.loads(mpath.read_text(encoding="utf-8"))
+    except IsADirectoryError:
+        raise InputError(f"manifest {mpath} is a directory, not a manifest file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"manifest {mpath} is not valid JSON ({exc}); it was damaged: use another snapshot") from None
+    except OSError as exc:
+        raise InputError(f"manifest {mpath} cannot be read: {exc.strerror}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"manifest {mpath} is not a JSON object; it was damaged: use another snapshot")
+    if not isinstance(value.get("tables", {}), dict):
+        raise InputError(f"manifest {mpath} has no valid tables section; it was damaged: use another snapshot")
+    return value
 
 
 def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -180,10 +203,12 @@ def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]
         if not mpath.exists():
             raise InputError(f"no manifest {mpath} beside {path}; a snapshot is the file plus its manifest "
                              "(made by anima export)")
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        manifest = read_manifest(mpath)
     if manifest.get("format") != MANIFEST_FORMAT:
         raise StoreError(f"manifest of {path} has format {manifest.get('format')!r}; this anima reads format "
                          f"{MANIFEST_FORMAT}")
+    if not path.is_file():
+        raise InputError(f"snapshot {path} is not a file (a directory?); give the snapshot file written by anima export")
     digest = file_sha256(path)
     if manifest.get("file_sha256") and digest != manifest["file_sha256"]:
         raise StoreError(f"snapshot {path} does not match its manifest (file hash differs): it was changed or "
@@ -201,8 +226,9 @@ def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]
     for table in sorted(set(expected) | set(seen["tables"])):
         want, got = expected.get(table), seen["tables"].get(table)
         if want != got:
+            want_rows = want.get("rows") if isinstance(want, dict) else None
             raise StoreError(f"snapshot {path}: table {table} does not match its manifest "
-                             f"(manifest {want and want['rows']} rows, file {got and got['rows']} rows); "
+                             f"(manifest {want_rows} rows, file {got and got['rows']} rows); "
                              "use another snapshot")
     return seen
 
@@ -219,10 +245,15 @@ def export(source: Path, dest: Path, now: float, *, overwrite: bool = False) -> 
         raise InputError(f"export target {dest} is the database itself; give another path")
     if dest.exists() and not overwrite:
         raise InputError(f"{dest} already exists; remove it or give another path")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.is_dir():
+        raise InputError(f"export target {dest} is a directory; give a file path inside it")
+    if not dest.parent.is_dir():
+        # A typo in the path must not grow a directory tree: the folder is the operator's to make.
+        raise InputError(f"directory {dest.parent} does not exist; create it first (mkdir -p) or give another path")
     partial = dest.with_name(dest.name + ".partial")
     for leftover in (partial, Path(str(partial) + "-journal")):
         leftover.unlink(missing_ok=True)
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SNAPSHOT_MODE))  # 0640 whatever the umask
     src = connect(source, readonly=True)
     try:
         out = sqlite_module().connect(str(partial), isolation_level=None)
@@ -263,6 +294,8 @@ def export(source: Path, dest: Path, now: float, *, overwrite: bool = False) -> 
 
 def _write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SNAPSHOT_MODE))
     tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
@@ -276,16 +309,23 @@ RESTORE_REFUSAL = ("database {db} is in use by a running anima daemon (pid {pid}
 
 def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
     """Verify `snapshot`, then make it the database at `target`; returns what was done."""
-    snapshot, target = Path(snapshot), Path(target)
-    if target.exists() and snapshot.resolve() == target.resolve():
+    # Through a symlink the file to replace is the one it points at (replacing the link itself
+    # would leave a running daemon's file untouched and report "restored").
+    snapshot, target = Path(snapshot), real_path(Path(target))
+    if target.exists() and snapshot.resolve() == target:
         raise InputError(f"restore source and target are the same file {target}")
+    if target.is_dir():
+        raise InputError(f"restore target {target} is a directory; give the database file's path")
     seen = verify(snapshot)
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
     backup: Path | None = None
     with DaemonLock(target).held(RESTORE_REFUSAL):
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".restoring")
+        partial.unlink(missing_ok=True)
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SNAPSHOT_MODE))
         shutil.copyfile(snapshot, partial)
+        _take_identity(partial, target)
         with open(partial, "rb") as handle:
             os.fsync(handle.fileno())
         if file_sha256(partial) != seen["file_sha256"]:
@@ -307,7 +347,7 @@ def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
                     side.unlink()
         os.replace(partial, target)
         _fsync_dir(target.parent)
-    check = connect(target)
+    check = connect(target, readonly=True)  # reads only: no -wal/-shm owned by whoever ran restore
     try:
         check_not_newer(check)
         after = table_digests(check)
@@ -318,6 +358,20 @@ def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
         raise StoreError(f"restored {target} does not match the snapshot's tables; the previous file is {backup}")
     return {"target": str(target), "backup": str(backup) if backup else None, "schema_version": version,
             "tables": len(after), "contents": seen["summary"]}
+
+
+def _take_identity(new_file: Path, target: Path) -> None:
+    """Give the restored file the owner, group and mode of the file it replaces (a root `anima restore`
+    must leave a file the service user can open); a new target gets its directory's owner and 0640."""
+    if target.exists():
+        st = target.stat()
+        uid, gid, mode = st.st_uid, st.st_gid, st.st_mode & 0o777
+    else:
+        st = target.parent.stat()
+        uid, gid, mode = st.st_uid, st.st_gid, SNAPSHOT_MODE
+    if os.geteuid() == 0 and (uid, gid) != (os.geteuid(), os.getegid()):
+        os.chown(new_file, uid, gid)
+    os.chmod(new_file, mode)
 
 
 def _fsync_dir(folder: Path) -> None:

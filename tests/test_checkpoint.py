@@ -32,3 +32,22 @@ async def test_the_daemon_connection_leaves_checkpoints_to_the_checkpointer(tmp_
     assert (await checkpointer.run())[1] == 1
     await checkpointer.close()
     assert conn.execute("SELECT count(*) FROM filler").fetchone()[0] == 1501
+
+
+async def test_a_wal_past_the_soft_limit_is_truncated_even_while_writes_go_on(tmp_path: Path) -> None:
+    from daemon.checkpoint import WAL_SOFT_LIMIT_BYTES
+
+    db = tmp_path / "a.db"
+    conn = fresh_db(db)
+    hand_over_checkpoints(conn)
+    conn.execute("CREATE TABLE filler (x BLOB)")
+    checkpointer = WalCheckpointer(db)
+    assert await checkpointer.enforce_limit() is False  # small: left to the per-beat PASSIVE checkpoint
+    while wal_bytes(db) <= WAL_SOFT_LIMIT_BYTES:
+        conn.execute("INSERT INTO filler VALUES (?)", (os.urandom(4000),))
+    assert await checkpointer.enforce_limit() is True
+    assert wal_bytes(db) == 0
+    conn.execute("INSERT INTO filler VALUES (x'00')")  # the writer goes on, from a fresh log
+    assert 0 < wal_bytes(db) < WAL_SOFT_LIMIT_BYTES
+    await checkpointer.close()
+    conn.close()

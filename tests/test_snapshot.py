@@ -46,6 +46,7 @@ def db(tmp_path: Path) -> Path:
 
 def test_export_writes_a_verified_snapshot_and_a_manifest_of_what_is_in_it(db: Path, tmp_path: Path) -> None:
     snap = tmp_path / "out" / "snap.db"
+    snap.parent.mkdir()  # export never makes directories: a typo must not grow a tree
     manifest = export(db, snap, T0)
     assert json.loads(manifest_path(snap).read_text()) == manifest
     assert manifest["integrity"] == "ok" and manifest["schema_version"] >= 1

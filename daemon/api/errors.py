@@ -11,9 +11,11 @@ from typing import Any
 
 from aiohttp import web
 
-from engine.errors import AnimaError
+from engine.errors import AnimaError, StorageFullError
 
 MAX_MESSAGE_CHARS = 300
+STORAGE_FULL_CLIENT_MESSAGE = ("the disk holding the database is full: this write was refused and changed nothing; "
+                               "reads still work; retry once the operator has freed space")
 
 _HTTP_CODES = {
     400: "bad_request",
@@ -47,6 +49,9 @@ def classify(exc: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, AnimaError):
         status = int(exc.http_status)
         code = exc.code
+        if isinstance(exc, StorageFullError):
+            # A state, not a bug: say what happened and what to do (the path stays in the operator's log).
+            return status, error_body(code, STORAGE_FULL_CLIENT_MESSAGE)
         if status >= 500 and not isinstance(exc, ApiError):
             # Store/config failures: the message is for the operator's log, not for the client.
             return status, error_body(code, f"{type(exc).__name__}: the daemon could not serve this request")

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from daemon.cli.env import CliEnv
 from engine.errors import AnimaError
+from engine.store.connect import driver_error
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,24 +31,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    db = getattr(args, "db", None) or ""
     try:
         env = CliEnv.from_args(args)
+        db = str(env.db_path)
         return int(args.func(args, env) or 0)
     except AnimaError as exc:
-        print(f"anima: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _one_line(exc)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        # A full disk, a damaged file or another SQLite error is a state to report, not a crash
+        # (one mapping: engine.store.connect.store_fault); anything else is a bug and keeps its traceback.
+        fault = driver_error(exc, db)
+        if fault is None:
+            raise
+        return _one_line(fault)
+
+
+def _one_line(exc: AnimaError) -> int:
+    message = " ".join(str(exc).split())
+    print(f"anima: {message}", file=sys.stderr)
+    return exc.exit_code
 
 
 if __name__ == "__main__":

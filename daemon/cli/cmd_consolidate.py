@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import sys
+from typing import Any
 
 from daemon.cli.env import CliEnv
 from daemon.worker import run_job
 from engine import jobs
 from engine.consolidate.run import JOB_KIND
 from engine.errors import ConflictError, InputError
+from engine.store.lock import is_locked
+
+NO_BACKOFF = (0.0,)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,6 +23,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--now", action="store_true", help="run one pass now (required)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=handle)
+
+
+def _recover_stale(conn: Any, env: CliEnv, host: str, now: float) -> None:
+    """Free a job whose runner is gone, so a killed earlier run cannot block every later one.
+
+    Expired leases are recovered as the daemon would; beyond that, an owner known dead (its pid is
+    gone, or it was a daemon and no daemon holds the file's lock) is recovered at once. The operator
+    asked for a pass now, so the retry is due now (no backoff); max_attempts still applies.
+    """
+    daemon_running = is_locked(env.db_path)
+    recovered = jobs.recover_interrupted(conn, now, jobs.REASON_LEASE, NO_BACKOFF)
+    recovered += jobs.recover_orphans(
+        conn, now, lambda who: jobs.owner_gone(who, host, daemon_running, _pid_alive), NO_BACKOFF)
+    for item in recovered:
+        print(f"recovered job {item['job_id']} (attempt {item['attempt']}, its runner is gone): {item['status']}",
+              file=sys.stderr)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        return True
+    return True
 
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
@@ -28,7 +59,9 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     conn = env.open_db(create=False)
     try:
         now = env.clock.now()
-        owner = f"cli:{socket.gethostname()}:{os.getpid()}"
+        host = socket.gethostname()
+        owner = f"cli:{host}:{os.getpid()}"
+        _recover_stale(conn, env, host, now)
         job_id = jobs.enqueue(conn, JOB_KIND, {"trigger": "cli"}, now, max_attempts=env.settings.jobs.max_attempts)
         job = jobs.claim(conn, owner, now, env.settings.jobs.lease_s, job_id=job_id)
         if job is None:

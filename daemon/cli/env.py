@@ -13,6 +13,7 @@ from daemon.clock import Clock, clock_from_env
 from daemon.config import load_settings
 from engine.settings import Settings
 from engine.store import connect, migrate
+from engine.store.lock import check_one_name
 from engine.store.migrate import check_not_newer
 
 
@@ -35,6 +36,7 @@ class CliEnv:
 
         if not create and not self.db_path.exists():
             raise StoreError(f"database {self.db_path} does not exist; create it with: anima init (or anima run)")
+        check_one_name(self.db_path)  # a second hard link would give this writer a WAL of its own
         conn = connect(self.db_path)
         check_not_newer(conn)
         migrate(conn)

@@ -52,6 +52,7 @@ async def test_export_under_load_then_restore_and_run(tmp_path: Path, start_daem
                  (time.time(), time.time()))
     conn.close()
     snap = tmp_path / "backup" / "her.snapshot"
+    snap.parent.mkdir()  # export never makes directories
 
     async with SocketClient(str(db) + ".sock") as her:
         status, _ = await her.call("POST", "/v1/turns", {"turn_id": "before-1", "user": "我的猫芝麻最爱吃小鱼干",

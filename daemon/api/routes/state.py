@@ -58,10 +58,11 @@ async def get_health(request: web.Request, api: ApiState, body: None) -> dict[st
     try:
         async with asyncio.timeout(HEALTH_DB_TIMEOUT_S):
             schema, pending = await api.db(request, _db_check, ctx.services.get("vector_indexer"))
-        db_ok = True
+        db_error = getattr(ctx.store, "fault", None)  # reads work on a full disk; writes do not
     except Exception as exc:  # health reports, it does not fail
         ctx.log.warning("api.health_db_failed", error=type(exc).__name__)
-        db_ok = False
+        db_error = f"the database does not answer ({type(exc).__name__})"
+    db_ok = db_error is None
     last = ctx.last_beat_at or None
     age = None if last is None else round(max(0.0, now - last), 3)
     # Alive: the loop answers (we are here), the database answers, and the heartbeat is not stuck.
@@ -75,6 +76,8 @@ async def get_health(request: web.Request, api: ApiState, body: None) -> dict[st
         "loop_lag_ms": round(ctx.loop_lag_ms, 2),
         "pid": os.getpid(),
     }
+    if db_error is not None:
+        out["db_error"] = db_error
     if schema is not None:
         out["schema_version"] = schema
         out["vectors_pending"] = pending
