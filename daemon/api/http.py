@@ -304,6 +304,7 @@ def endpoint(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamRe
         check_strings({k: v for k, v in request.query.items()}, "query")
         body = (await read_body(request, op, api.settings.api.body_timeout_s)
                 if op.request_schema is not None else None)
+        validation.validate_instants(op, body, api.now())
         request[SENT] = privacy.caller_strings(body, dict(request.query), dict(request.match_info))
         result = await handler(request, api, body)
         status, payload = result if isinstance(result, tuple) else (200, result)
