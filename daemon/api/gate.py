@@ -98,7 +98,7 @@ class ConnectionGate:
         self.shed = RateLimitedLog(log, "api.connection_shed", error_log_interval_s)
         self.evicted = 0
         self.timed_out = 0
-        self._attaching = 0
+        self.live = 0  # admitted and not yet closed: counted from accept(), so a burst cannot overshoot
         self._spare: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reading = False
@@ -176,19 +176,25 @@ class ConnectionGate:
         self._take_spare()
         return True
 
+    def released(self) -> None:
+        """Called by the server (daemon/api/protocol.QuietServer) when an admitted connection has closed."""
+        self.live -= 1
+
     def _admit(self, conn: socket.socket) -> None:
-        if len(self.server.connections) + self._attaching >= self.limit and not self._evict_one():
+        if self.live >= self.limit and not self._evict_one():
             self._refuse(conn)
             return
         conn.setblocking(False)
-        self._attaching += 1
+        self.live += 1
         task = asyncio.ensure_future(self._attach(conn))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def _evict_one(self) -> bool:
+        """Close the oldest idle connection of this gate; its slot frees when its close lands (released())."""
         for handler in self.server.connections:  # insertion order: the oldest first
-            if is_idle(handler) and not getattr(handler, "_force_close", False):
+            closing = getattr(handler, "_force_close", False)
+            if getattr(handler, "gate", None) is self and is_idle(handler) and not closing:
                 handler.force_close()
                 self.evicted += 1
                 return True
@@ -204,15 +210,19 @@ class ConnectionGate:
         finally:
             conn.close()
 
+    def _protocol(self) -> Any:
+        handler = self.server()
+        handler.gate = self  # type: ignore[attr-defined]
+        return handler
+
     async def _attach(self, conn: socket.socket) -> None:
         assert self._loop is not None
         try:
-            _transport, protocol = await self._loop.connect_accepted_socket(self.server, sock=conn)
+            _transport, protocol = await self._loop.connect_accepted_socket(self._protocol, sock=conn)
         except OSError:
             conn.close()
+            self.live -= 1
             return
-        finally:
-            self._attaching -= 1
         self._loop.call_later(self.header_timeout_s, self._head_deadline, protocol)
 
     def _head_deadline(self, handler: Any) -> None:

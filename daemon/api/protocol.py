@@ -52,6 +52,7 @@ class QuietRequestHandler(RequestHandler):
     """RequestHandler whose refusals are the Error shape and whose logging carries class names only."""
 
     api_log: Any = None  # the daemon's structlog logger, set by QuietServer
+    gate: Any = None  # the ConnectionGate that admitted this connection, told when it closes
 
     def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
@@ -78,6 +79,13 @@ class QuietServer(web.Server):
         handler = QuietRequestHandler(self, loop=self._loop, **self._kwargs)
         handler.api_log = self.api_log
         return handler
+
+    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
+        super().connection_lost(handler, exc)
+        gate = getattr(handler, "gate", None)
+        if gate is not None:  # exactly once per connection: aiohttp drops its manager after this call
+            handler.gate = None  # type: ignore[attr-defined]
+            gate.released()
 
 
 class QuietAppRunner(web.AppRunner):

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.gate import GatedSite, connection_limit
+from daemon.api.gate import ConnectionGate, GatedSite, connection_limit
 from daemon.api.http import make_app
 from daemon.api.listen import bind_tcp, bind_unix, socket_path, tcp_address
 from daemon.api.protocol import QuietAppRunner
@@ -30,6 +30,7 @@ class ApiComponent:
         self.socket_path: Path | None = None
         self._socket_inode: int | None = None
         self.tcp: tuple[str, int] | None = None
+        self.gates: list[ConnectionGate] = []  # one per listening socket (tests and benches read its counters)
 
     async def start(self, ctx: DaemonContext) -> None:
         api = ctx.settings.api
@@ -46,10 +47,14 @@ class ApiComponent:
                 "error_log_interval_s": api.error_log_interval_s}
         try:
             await self.runner.setup()
-            await GatedSite(self.runner, sock, **gate).start()
+            sites = [GatedSite(self.runner, sock, **gate)]
             if tcp:
-                await GatedSite(self.runner, bind_tcp(tcp[0], tcp[1]), **gate).start()
+                sites.append(GatedSite(self.runner, bind_tcp(tcp[0], tcp[1]), **gate))
                 self.tcp = (tcp[0], tcp[1])
+            for site in sites:
+                await site.start()
+                assert site.gate is not None
+                self.gates.append(site.gate)
         except BaseException:
             await self.stop(ctx)  # closes the sites (and the sockets they own)
             sock.close()
