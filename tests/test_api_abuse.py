@@ -176,6 +176,19 @@ async def test_silent_connection_is_closed_after_the_head_timeout(api: ApiHarnes
         writer.close()
 
 
+async def test_idle_keep_alive_connection_is_closed_after_the_keepalive_timeout(tmp_path: Path) -> None:
+    harness = await ApiHarness(tmp_path, api=ApiSettings(keepalive_timeout_s=0.5)).start()
+    try:
+        reader, writer = await asyncio.open_unix_connection(harness.socket_path)
+        writer.write(b"GET /v1/health HTTP/1.1\r\nHost: a\r\n\r\n")  # keep-alive: the daemon may hold it
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(), 10)  # returns only once the daemon closes the idle connection
+        assert data.startswith(b"HTTP/1.1 200")
+        writer.close()
+    finally:
+        await harness.stop()
+
+
 async def test_slow_body_is_408_and_changes_nothing(api: ApiHarness) -> None:
     before = await digests(api)
     head = b"POST /v1/turns HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 300\r\n\r\n"
