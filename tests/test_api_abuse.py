@@ -83,11 +83,6 @@ async def test_lone_surrogate_is_400_naming_the_field_and_changes_nothing(api: A
     assert await digests(api) == before
 
 
-async def test_surrogate_in_the_query_string_is_400(api: ApiHarness) -> None:
-    status, body = await api.call("GET", "/v1/life?since=%ED%A0%80")
-    assert status == 400 and is_error_shape(body)
-
-
 @pytest.mark.parametrize("query", ["limit=²", "limit=٣", "limit=１２", "since=１２３", "limit=00001"])
 async def test_non_ascii_digits_in_life_are_400(api: ApiHarness, query: str) -> None:
     status, body = await api.call("GET", f"/v1/life?{query}")
@@ -333,9 +328,8 @@ async def test_receipt_for_a_turn_never_recorded_is_409_and_stays_untold(tmp_pat
 
 
 @pytest.mark.parametrize(("ts", "why"), [("1970-01-01T00:00:00Z", "before 2000"),
-                                         ("2099-01-01T00:00:00+08:00", "ahead of the daemon's clock"),
-                                         ("2026-05-28T20:00:00", "body.ts")])
-async def test_ts_outside_the_window_or_without_offset_is_400(api: ApiHarness, ts: str, why: str) -> None:
+                                         ("2099-01-01T00:00:00+08:00", "ahead of the daemon's clock")])
+async def test_ts_outside_the_window_is_400(api: ApiHarness, ts: str, why: str) -> None:
     before = await digests(api)
     status, body = await api.call("POST", "/v1/turns", turn("w1", "你好", "嗨", ts=ts))
     assert status == 400 and why in body["error"]["message"]

@@ -8,7 +8,6 @@ this test, all closed before it ends.
 
 from __future__ import annotations
 
-import contextlib
 import resource
 import socket
 import subprocess
@@ -37,6 +36,31 @@ def ask(path: str, timeout: float) -> tuple[int, float]:
         while chunk := sock.recv(65536):
             data += chunk
     return int(data.split(b" ", 2)[1]), time.monotonic() - started
+
+
+def open_idle(path: str, n: int, within_s: float) -> list[socket.socket]:
+    """n connected sockets that never send. A Unix socket's non-blocking connect() fails with EAGAIN while
+    the backlog is full (it is not 'in progress' as on TCP), so each is retried until there is room."""
+    pending = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(n)]
+    connected = []
+    deadline = time.monotonic() + within_s
+    for sock in pending:
+        sock.setblocking(False)
+    while pending and time.monotonic() < deadline:
+        waiting = []
+        for sock in pending:
+            try:
+                sock.connect(path)
+            except OSError:
+                waiting.append(sock)
+            else:
+                connected.append(sock)
+        pending = waiting
+        if pending:
+            time.sleep(0.005)
+    for sock in pending:
+        sock.close()
+    return connected
 
 
 def wait_for_socket(path: str, proc: subprocess.Popen[bytes], log: Path, limit_s: float = 60) -> None:
@@ -79,12 +103,8 @@ def run_flood(tmp_path: Path) -> None:
                                 preexec_fn=limit)
     try:
         wait_for_socket(sock_path, proc, log_path)
-        for _ in range(IDLE):
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.setblocking(False)
-            with contextlib.suppress(BlockingIOError):  # backlog full: still a client pressing on the daemon
-                sock.connect(sock_path)
-            held.append(sock)
+        held.extend(open_idle(sock_path, IDLE, within_s=10.0))
+        assert len(held) == IDLE  # every client got in (the daemon accepts, and closes the oldest idle ones)
         time.sleep(1.0)  # let the daemon take the flood before asking
         status, seconds = ask(sock_path, 5.0)
         assert status == 200 and seconds < 1.0, (status, seconds)
