@@ -54,6 +54,7 @@ OPERATIONS = sorted(validation.operations().values(), key=lambda o: (o.path, o.m
 WORDS = ["今天", "下雨", "我的猫", "芝麻", "生病", "湖边", "散步", "白鹭", "工作", "面试", "好累", "开心", "abc", "XYZ",
          "019", "！", "？", "。", " ", "\n", "\"", "\\", "😀"]
 JSON_CT = {"Content-Type": "application/json"}
+CANARY = "CANARY-chaos-77c1"  # planted in every hostile request; the daemon's log must never contain it
 
 
 # ------------------------------------------------------------------------------------------------ the daemon
@@ -291,6 +292,8 @@ def make_case(rng: random.Random) -> Case:
     path = pick_path(rng, op)
     if roll < 4:
         data = rng.choice(MALFORMED)
+        data = data.replace(b"HTTP/1.1\r\n", b"HTTP/1.1\r\nX-Chat: " + CANARY.encode() + b"\r\n", 1)
+        data = data.replace(b"GARBAGE", b"GARBAGE-" + CANARY.encode())
         if rng.random() < 0.5:
             data += bytes(rng.randrange(256) for _ in range(rng.randint(0, 40)))
         return Case("malformed_http", "RAW", "-", raw=data + b"\r\n\r\n")
@@ -311,7 +314,8 @@ def make_case(rng: random.Random) -> Case:
     if op.request_schema is None:
         return Case("no_body_op", op.method, path, body=rng.choice([None, None, b"{}"]), headers=JSON_CT)
     if roll < 30:
-        return Case("hostile_json", op.method, path, body=rng.choice(HOSTILE_JSON), headers=JSON_CT)
+        hostile = rng.choice(HOSTILE_JSON).replace(b'"x"', b'"' + CANARY.encode() + b'"')
+        return Case("hostile_json", op.method, path, body=hostile, headers=JSON_CT)
     valid = from_schema(rng, op.request_schema)
     encoded = json.dumps(valid, ensure_ascii=False).encode()
     if roll < 38:
@@ -467,6 +471,7 @@ def run_fuzz(n: int = 10_000, *, seed: int = 11, root: Path | None = None) -> di
             "log_tracebacks": log_text.count("Traceback"),
             "log_error_lines": sum(1 for line in log_text.splitlines() if "level=error" in line),
             "log_api_failed": log_text.count("api.failed"),
+            "log_canary_hits": log_text.count(CANARY),
         })
         return out
 
