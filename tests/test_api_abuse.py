@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
+import os
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from typing import Any
 import pytest
 
 from daemon.api import privacy
-from daemon.api.gate import RateLimitedLog, connection_limit
+from daemon.api.gate import ConnectionGate, RateLimitedLog, connection_limit
 from engine.errors import InputError
 from engine.memory.importer import load_history_turns
 from engine.settings import ApiSettings
@@ -348,3 +351,40 @@ def test_ingest_follows_the_api_ts_rule_and_names_the_line(tmp_path: Path, ts: s
         load_history_turns(path, now=T0)
     with pytest.raises(InputError, match=why):
         parse_client_instant(ts, "ts", T0)
+
+
+def test_at_the_fd_limit_the_spare_descriptor_lets_one_waiting_client_be_answered_503() -> None:
+    """EMFILE on accept(): free the spare fd, accept and answer one client, take the spare back; one log line."""
+    client, served = socket.socketpair()
+    outcomes: list[Any] = [OSError(errno.EMFILE, "Too many open files"), (served, None), BlockingIOError()]
+
+    class Listener:
+        def accept(self) -> Any:
+            item = outcomes.pop(0)
+            if isinstance(item, BaseException):
+                raise item
+            return item
+
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    class Log:
+        def warning(self, event: str, **kw: Any) -> None:
+            events.append((event, kw))
+
+    class Server:
+        connections: list[Any] = []
+
+    gate = ConnectionGate(Server(), Listener(), limit=8, header_timeout_s=1.0,  # type: ignore[arg-type]
+                          log=Log(), error_log_interval_s=10.0)
+    gate._take_spare()
+    spare_before = gate._spare
+    try:
+        gate._on_readable()
+        assert client.recv(4096).startswith(b"HTTP/1.1 503")
+        assert gate.accept_failed.total == 1 and gate.shed.total == 1 and gate._spare is not None
+        assert [name for name, _ in events] == ["api.accept_failed", "api.connection_shed"]
+        assert spare_before is not None and not outcomes
+    finally:
+        client.close()
+        if gate._spare is not None:
+            os.close(gate._spare)
