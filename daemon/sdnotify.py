@@ -20,6 +20,9 @@ class Notifier:
         self.sock: socket.socket | None = None
         if self.address:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            # Non-blocking: a receiver that stops reading (a full queue of 10 datagrams) must cost a lost
+            # message, never a heartbeat stuck in sendto() with the whole event loop behind it.
+            self.sock.setblocking(False)
 
     def notify(self, *lines: str) -> None:
         if self.sock is None or self.address is None:

@@ -138,6 +138,12 @@ class ApiSettings:
     tcp_port: int = 0
     token_env: str = "ANIMA_API_TOKEN"
     max_body_bytes: int = 65536
+    max_connections: int = 256
+    fd_reserve: int = 64
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 10.0
+    keepalive_timeout_s: float = 15.0
+    error_log_interval_s: float = 10.0
     share_offer_ttl_s: float = 1800.0
     share_min_gap_s: float = 1800.0
     share_max_offers_per_event: int = 2
@@ -193,6 +199,12 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("life", "tired_energy"): (lambda v: 0 <= v <= 1, "an energy level from 0 to 1"),
     ("life", "sleep_window_h"): (lambda v: 0 < v <= 6, "hours from 0 to 6"),
     ("api", "max_body_bytes"): (lambda v: 1024 <= v <= 16 * 1024 * 1024, "bytes from 1024 to 16 MiB"),
+    ("api", "max_connections"): (lambda v: 8 <= v <= 65536, "an integer from 8 to 65536"),
+    ("api", "fd_reserve"): (lambda v: 16 <= v <= 4096, "an integer from 16 to 4096"),
+    ("api", "header_timeout_s"): (lambda v: 0.5 <= v <= 300, "a number of seconds from 0.5 to 300"),
+    ("api", "body_timeout_s"): (lambda v: 0.5 <= v <= 300, "a number of seconds from 0.5 to 300"),
+    ("api", "keepalive_timeout_s"): (lambda v: 0.5 <= v <= 3600, "a number of seconds from 0.5 to 3600"),
+    ("api", "error_log_interval_s"): (lambda v: 1 <= v <= 3600, "a number of seconds from 1 to 3600"),
     ("api", "socket_mode"): (lambda v: _is_octal_mode(v), 'an octal file mode string such as "0660"'),
     ("api", "share_offer_ttl_s"): (lambda v: v >= 1, "a number of seconds >= 1"),
     ("api", "share_max_offers_per_event"): (lambda v: v >= 1, "an integer >= 1"),

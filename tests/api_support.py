@@ -144,6 +144,8 @@ class ApiHarness:
                    headers: dict[str, str] | None = None) -> tuple[int, Any]:
         assert self.session is not None
         data = raw if raw is not None else (None if body is None else json.dumps(body, ensure_ascii=False).encode())
+        if data is not None and headers is None:
+            headers = {"Content-Type": "application/json"}
         async with self.session.request(method, "http://anima" + path, data=data, headers=headers) as resp:
             text = await resp.read()
             try:
@@ -186,7 +188,8 @@ class SocketClient:
     async def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         assert self.session is not None
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode()
-        async with self.session.request(method, "http://anima" + path, data=data) as resp:
+        headers = None if data is None else {"Content-Type": "application/json"}
+        async with self.session.request(method, "http://anima" + path, data=data, headers=headers) as resp:
             payload = await resp.json(content_type=None)
             self.seen.append((path, resp.status, payload))
             return resp.status, payload

@@ -175,6 +175,7 @@ async def test_untold_event_stays_out_of_context_and_life_until_receipted(api: A
     assert EVENT not in json.dumps(ctx, ensure_ascii=False) and "白鹭" not in ctx["context"]
     assert all("白鹭" not in h["text"] for h in ctx["hits"]) and life["events"] == []
     share_id = offer["offer"]["share_id"]
+    await api.call("POST", "/v1/turns", turn("t1", "说说看", "好呀"))  # the turn that told it, recorded first
     status, receipt = await api.call("POST", f"/v1/share/{share_id}/receipt", {"turn_id": "t1"})
     assert status == 200 and receipt["told"] is True and receipt["memory_id"]
     assert await rows(api, "SELECT told, told_turn_id FROM life_event WHERE id = ?", event_id) == [(1, "t1")]
@@ -188,6 +189,8 @@ async def test_receipt_is_idempotent_for_its_turn_and_409_for_another(api: ApiHa
     await untold(api)
     _, offer = await api.call("POST", "/v1/share", {"turn_id": "t1", "query": "湖边散步"})
     path = f"/v1/share/{offer['offer']['share_id']}/receipt"
+    await api.call("POST", "/v1/turns", turn("t1", "说说看", "好呀"))
+    await api.call("POST", "/v1/turns", turn("t9", "还有呢", "没啦"))
     first = await api.call("POST", path, {"turn_id": "t1"})
     again = await api.call("POST", path, {"turn_id": "t1"})
     assert first[0] == again[0] == 200 and again[1]["memory_id"] == first[1]["memory_id"]

@@ -147,6 +147,7 @@ def test_offer_path_receipt_and_recall_happen_in_the_property_run() -> None:
                 await seed(api)
                 _, offer = await api.call("POST", "/v1/share", {"turn_id": "t1", "query": "湖边白鹭名字"})
                 assert offer["offer"]["text"] == UNTOLD[0][0]
+                await api.call("POST", "/v1/turns", turn("t1", "你下午做什么了", "去湖边了"))
                 status, _ = await api.call("POST", f"/v1/share/{offer['offer']['share_id']}/receipt", {"turn_id": "t1"})
                 assert status == 200
                 _, life = await api.call("GET", "/v1/life")

@@ -130,7 +130,8 @@ async def test_chunked_body_over_the_limit_is_413(api: ApiHarness) -> None:
             yield b" " * 4096
 
     assert api.session is not None
-    async with api.session.post("http://anima/v1/turns", data=chunks()) as r:
+    async with api.session.post("http://anima/v1/turns", data=chunks(),
+                                headers={"Content-Type": "application/json"}) as r:
         assert r.status == 413
 
 

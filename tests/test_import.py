@@ -57,7 +57,7 @@ def test_user_only_and_english_two_speaker_logs(conn, tmp_path):
     lines = [
         {"ts": "2026-05-01T09:00:00Z", "turn_id": "e1", "role": "user", "text": "I adopted a greyhound named Pixel."},
         {"ts": "2026-05-01T09:01:00Z", "turn_id": "e1", "role": "companion", "text": "Pixel is a perfect name."},
-        {"ts": "2026-05-02T09:00:00", "turn_id": "u2", "role": "user", "text": "Started pottery classes on Tuesdays."},
+        {"ts": "2026-05-02T09:00:00Z", "turn_id": "u2", "role": "user", "text": "Started pottery classes on Tuesdays."},
         {"ts": "2026-05-03T09:00:00Z", "turn_id": 3, "role": "user", "text": "My sister lives in Porto."},
     ]
     summary = import_history(conn, embedder(), write(tmp_path / "en.jsonl", lines), NOW)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -183,8 +184,14 @@ async def test_stop_during_a_batch_writes_nothing_and_the_next_start_indexes_it(
         await api.stop()
 
 
-def test_cli_ingest_defer_embedding_then_reembed_pending(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_ingest_defer_embedding_then_reembed_pending(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "anima.db"
+    # seed-probe is dated up to January 2027 and ingest refuses a ts more than a day ahead of its clock:
+    # the CLI runs at the probe's fixed now.
+    clock = tmp_path / "clock"
+    clock.write_text(str(NOW - time.time()))
+    monkeypatch.setenv("ANIMA_TEST_CLOCK_FILE", str(clock))
     assert cli_main(["--db", str(db), "ingest", str(SEED), "--defer-embedding", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["vectors_pending"] == summary["new_memories"] > 0

@@ -4,6 +4,12 @@ Each route handler is `async def handler(request, api, body) -> dict` (or `(stat
 wrapper here parses and validates the JSON request body against the operation's schema, and
 `respond()` is the single exit every response body (successes and errors alike) goes through:
 response validation against the contract, then the privacy projection, then serialisation.
+
+What a request may carry is checked before any handler runs and refused with the Error shape:
+a body must be `Content-Type: application/json` (UTF-8) with no Content-Encoding but identity (415;
+aiohttp's own decompression is off, so a fake gzip body is never inflated), must arrive within
+[api] body_timeout_s (408), and no string in it, in the query or in the path may hold a lone UTF-16
+surrogate (400 naming the field: such a string cannot be stored or encoded).
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import math
+import re
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -79,6 +87,10 @@ FRESH_INDEX: Any = (web.RequestKey("anima_untold_index", privacy.UntoldIndex) if
                     else "anima_untold_index")
 
 
+# Request key: the caller's own strings, which the privacy scan never counts as a leak (privacy.find_leaks).
+SENT: Any = (web.RequestKey("anima_sent_strings", tuple) if hasattr(web, "RequestKey") else "anima_sent_strings")
+
+
 def _is_tcp(request: web.Request) -> bool:
     sock = request.transport.get_extra_info("socket") if request.transport else None
     return sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6)
@@ -109,19 +121,33 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
         response = await handler(request)
     except asyncio.CancelledError:
         raise
+    except ConnectionError:
+        # The client went away mid-request: nothing to answer and nothing wrong on our side.
+        api.ctx.log.info("api.client_disconnected", op=op.operation_id if op else None)
+        response = _json(400, error_body("bad_request", "the client closed the connection"))
+        response.force_close()
+        return response
     except Exception as exc:  # every failure leaves as the Error shape, never a traceback
         status, body = classify(exc)
         if status >= 500:
             api.ctx.log.error("api.failed", op=op.operation_id if op else None, status=status,
                               error=type(exc).__name__, where=_where(exc), detail=_safe_detail(exc))
-        response = await respond(api, op, status, body)
+        response = await respond(api, op, status, body, sent=request.get(SENT) or _sent_so_far(request))
         if status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="anima"'
-        if status == 413:
-            response.force_close()
+        if status in (408, 413, 415):
+            response.force_close()  # the unread body must not be parsed as the next request
     api.ctx.log.debug("api.request", op=op.operation_id if op else None, status=response.status,
                       ms=round((time.perf_counter() - started) * 1000, 2))
     return response
+
+
+def _sent_so_far(request: web.Request) -> tuple[str, ...]:
+    """The caller's strings when the request failed before its body was parsed: the query and the path."""
+    try:
+        return privacy.caller_strings(dict(request.query), dict(request.match_info))
+    except Exception:  # an unparsable query: nothing of it can come back in a body either
+        return ()
 
 
 def _where(exc: BaseException) -> str | None:
@@ -151,15 +177,74 @@ def _reject_constant(name: str) -> Any:
     raise InputError(f"JSON constant {name} is not allowed; send finite numbers")
 
 
-async def read_body(request: web.Request, op: validation.Operation) -> Any:
-    """The request's JSON body, parsed and validated against the operation's schema (else 400/413)."""
-    raw = await request.read()  # raises 413 past client_max_size without buffering the rest
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses to inf, which no field can hold
+        raise InputError(f"JSON number {text[:40]} is out of range; send finite numbers")
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_strings(value: Any, where: str) -> None:
+    """InputError naming the first string (value or key) in `value` that holds a lone UTF-16 surrogate.
+
+    JSON's `\\ud800` escape parses to a str that UTF-8 cannot encode: it would fail in SQLite, in
+    the tokenizer or in the response, so it is refused here, where the field can still be named.
+    """
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                raise InputError(f"{path} contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape); "
+                                 "send valid Unicode text")
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                stack.append((key, f"{path} key"))
+                stack.append((sub, f"{path}.{key}" if isinstance(key, str) and not _SURROGATE.search(key)
+                              else f"{path}.?"))
+        elif isinstance(item, list):
+            stack.extend((sub, f"{path}[{i}]") for i, sub in enumerate(item))
+
+
+def check_media(request: web.Request) -> None:
+    """415 unless a body is JSON in UTF-8 and not encoded (checked from the headers: the body is not read)."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise ApiError(415, "unsupported_media_type", f"Content-Encoding {encoding[:40]!r} is not accepted; "
+                                                     "send the JSON body uncompressed")
+    if request.content_type != "application/json":
+        given = request.headers.get("Content-Type")
+        raise ApiError(415, "unsupported_media_type",
+                       "a request body must be sent with 'Content-Type: application/json', got "
+                       + (repr(given[:60]) if given else "no Content-Type"))
+    charset = request.charset
+    if charset is not None and charset.lower().replace("_", "-") not in ("utf-8", "utf8"):
+        raise ApiError(415, "unsupported_media_type", f"a JSON body must be UTF-8, got charset={charset[:40]!r}")
+
+
+def _has_body(request: web.Request) -> bool:
+    return bool(request.content_length) or "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+
+
+async def read_body(request: web.Request, op: validation.Operation, timeout_s: float = 10.0) -> Any:
+    """The request's JSON body, parsed and validated against the operation's schema (else 400/408/413/415)."""
+    if _has_body(request):
+        check_media(request)
+    try:
+        async with asyncio.timeout(timeout_s):
+            raw = await request.read()  # raises 413 past client_max_size without buffering the rest
+    except TimeoutError:
+        raise ApiError(408, "request_timeout", f"the request body did not arrive within {timeout_s:g} s "
+                                               "([api] body_timeout_s)") from None
     if not raw.strip():
         if op.request_required:
             raise InputError(f"{op.method} {op.path} needs a JSON body; see GET /v1/openapi.json")
         return None
     try:
-        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
     except UnicodeDecodeError:
         raise InputError("request body is not UTF-8") from None
     except RecursionError:
@@ -168,16 +253,20 @@ async def read_body(request: web.Request, op: validation.Operation) -> Any:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"request body is not JSON ({exc.args[0][:80] if exc.args else 'parse error'})") from None
+    check_strings(body, "body")
+    # From here on an error message may quote the body: the privacy scan must know it is the caller's.
+    request[SENT] = privacy.caller_strings(body, dict(request.query), dict(request.match_info))
     validation.validate_request(op, body)
     return body
 
 
 async def respond(api: ApiState, op: validation.Operation | None, status: int, body: Any,
-                  index: privacy.UntoldIndex | None = None) -> web.Response:
+                  index: privacy.UntoldIndex | None = None, sent: tuple[str, ...] = ()) -> web.Response:
     """The one exit: contract check, privacy projection, serialisation.
 
     `index` is the untold-text index read together with the request's data (ApiState.db); without
-    one (errors, routes that read no data) it is refreshed here.
+    one (errors, routes that read no data) it is refreshed here. `sent` are the caller's own strings:
+    they are never a leak when they come back (privacy.find_leaks).
     """
     try:
         if op is not None:
@@ -194,7 +283,7 @@ async def respond(api: ApiState, op: validation.Operation | None, status: int, b
             api.ctx.log.error("privacy.check_failed", error=type(exc).__name__)
             return _json(503, error_body("unavailable", "the daemon could not check this response; try again"))
     allow_offer = op is not None and op.operation_id == "offerShare" and status == 200
-    data, hits = privacy.find_leaks(body, index, allow_offer_text=allow_offer)
+    data, hits = privacy.find_leaks(body, index, allow_offer_text=allow_offer, sent=sent)
     if hits and not await api.ctx.store.call(privacy.said_in_chat, hits):
         api.ctx.log.error("privacy.blocked", op=op.operation_id if op else None, life_event_ids=hits, status=status)
         return _json(500, error_body("internal", "response withheld by the privacy projection; see the daemon log"))
@@ -211,10 +300,15 @@ def endpoint(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamRe
         api = request.app[API]
         op = _operation(request)
         assert op is not None, f"route {request.method} {request.path} is not in openapi.json"
-        body = await read_body(request, op) if op.request_schema is not None else None
+        check_strings(dict(request.match_info), "path")
+        check_strings({k: v for k, v in request.query.items()}, "query")
+        body = (await read_body(request, op, api.settings.api.body_timeout_s)
+                if op.request_schema is not None else None)
+        validation.validate_instants(op, body, api.now())
+        request[SENT] = privacy.caller_strings(body, dict(request.query), dict(request.match_info))
         result = await handler(request, api, body)
         status, payload = result if isinstance(result, tuple) else (200, result)
-        return await respond(api, op, status, payload, request.get(FRESH_INDEX))
+        return await respond(api, op, status, payload, request.get(FRESH_INDEX), request[SENT])
 
     return wrapped
 
@@ -224,7 +318,9 @@ def make_app(ctx: DaemonContext, token: str | None = None) -> web.Application:
     from daemon.api.routes import ROUTES
 
     app = web.Application(client_max_size=ctx.settings.api.max_body_bytes, middlewares=[guard],
-                          handler_args={"max_field_size": 8190})
+                          handler_args={"max_field_size": 8190, "auto_decompress": False,
+                                        "keepalive_timeout": ctx.settings.api.keepalive_timeout_s,
+                                        "lingering_time": 1.0})
     state = ApiState(ctx=ctx, token=token)
     app[API] = state
     declared = set(validation.operations())

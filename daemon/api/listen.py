@@ -74,6 +74,21 @@ def bind_unix(path: Path, mode: str, group: str) -> socket.socket:
     return sock
 
 
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A bound (not yet listening) non-blocking TCP socket on a loopback `host`:`port`; ConfigError if taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"[api] cannot listen on {host}:{port} ({exc.strerror}); pick another "
+                          "tcp_port or set tcp_port = 0") from None
+    sock.setblocking(False)
+    return sock
+
+
 def _answers(path: Path) -> bool:
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(0.5)

@@ -9,6 +9,14 @@ life event ids only. The one exception is text the user has already seen: when t
 occurs in a recorded chat message (she said it in a reply before the receipt arrived), it is not
 secret any more and the body passes.
 
+The scan must not be an oracle: a caller who sends a guess (a context query, a turn's text, a junk
+value echoed in a 400 message) would otherwise learn from a 500 that the guess is her secret. So a
+needle the caller itself sent is not a leak when it comes back: `find_leaks` excuses exactly the
+needles (full text, 16-character prefix, or short exact value) that occur in the request's own strings.
+Needles the caller did not send are still caught, so a caller who sends only the prefix and gets the
+whole text back is still blocked. The real protection is upstream (the source gate in recall, told-only
+reads); this scan is the last line and stays strict for everything the caller did not already have.
+
 The untold texts are cached and re-read only when the untold set changes (a cheap fingerprint
 query on the indexed `told` column runs per response). Job scratch is private by construction:
 no route reads the `job` table except as counts; the property test in tests/test_api_privacy.py
@@ -43,11 +51,15 @@ class UntoldIndex:
             for event_id, needle in self.needles:
                 self.by_head.setdefault(needle[:HEAD], []).append((event_id, needle))
 
-    def hits_in(self, text: str) -> set[int]:
-        """Ids whose needle occurs in `text`: only needles whose first HEAD characters occur are tried,
+    def needles_in(self, text: str) -> set[tuple[int, str]]:
+        """(id, needle) pairs occurring in `text`: only needles whose first HEAD characters occur are tried,
         so a year of untold life (thousands of needles) costs about one pass over the body."""
         heads = {text[i:i + HEAD] for i in range(len(text) - HEAD + 1)} & self.by_head.keys()
-        return {event_id for head in heads for event_id, needle in self.by_head[head] if needle in text}
+        return {(event_id, needle) for head in heads for event_id, needle in self.by_head[head] if needle in text}
+
+    def hits_in(self, text: str) -> set[int]:
+        """Ids of the untold events whose needle occurs in `text`."""
+        return {event_id for event_id, _ in self.needles_in(text)}
 
 
 def _escaped(text: str) -> str:
@@ -94,16 +106,31 @@ def _string_values(value: Any) -> list[str]:
     return found
 
 
-def find_leaks(body: Any, index: UntoldIndex, *, allow_offer_text: bool = False) -> tuple[bytes, list[int]]:
-    """Serialise `body`; return (bytes, ids of untold events found outside the allowed field)."""
+def caller_strings(*values: Any) -> tuple[str, ...]:
+    """Every string in what the caller sent (body values and keys, query and path values), for `find_leaks`."""
+    return tuple(s for s in _string_values(list(values)) if s)
+
+
+def find_leaks(body: Any, index: UntoldIndex, *, allow_offer_text: bool = False,
+               sent: tuple[str, ...] = ()) -> tuple[bytes, list[int]]:
+    """Serialise `body`; return (bytes, ids of untold events found outside the allowed field).
+
+    `sent` are the caller's own strings (caller_strings): a needle occurring in them is the caller's
+    own words coming back, not a leak (see the module docstring: no oracle).
+    """
     scanned = body
     if allow_offer_text and isinstance(body, dict) and isinstance(body.get("offer"), dict):
         scanned = copy.copy(body)
         scanned["offer"] = {**body["offer"], "text": ""}
     text = json.dumps(scanned, ensure_ascii=False)
-    hits = sorted(index.hits_in(text))
+    found = index.needles_in(text)
+    if found and sent:
+        found -= index.needles_in("\x00".join(_escaped(s) for s in sent))
+    hits = sorted({event_id for event_id, _ in found})
     if index.exact:
-        hits += sorted({index.exact[s] for s in _string_values(scanned) if s in index.exact} - set(hits))
+        own = set(sent)
+        hits += sorted({index.exact[s] for s in _string_values(scanned) if s in index.exact and s not in own}
+                       - set(hits))
     encoded = json.dumps(body, ensure_ascii=False).encode("utf-8") if scanned is not body else text.encode("utf-8")
     return encoded, hits
 

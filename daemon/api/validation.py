@@ -20,6 +20,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from engine.errors import InputError
+from engine.times import parse_client_instant
 
 DOC_URI = "urn:anima:openapi"
 METHODS = ("get", "put", "post", "delete", "patch")
@@ -129,6 +130,29 @@ def validate_request(op: Operation, body: Any) -> None:
     error = best_match(validator_for(op.request_schema).iter_errors(body))
     if error is not None:
         raise InputError(f"{op.method} {op.path}: {_describe(error)}; see GET /v1/openapi.json")
+
+
+TIMESTAMP_REF = "#/components/schemas/Timestamp"
+
+
+@cache
+def timestamp_fields(method: str, path: str) -> tuple[str, ...]:
+    """Top-level request-body properties that are a Timestamp: checked by engine.times.parse_client_instant
+    after the schema (a pattern cannot say "not before 2000, at most a day ahead of now")."""
+    op = operations()[(method, path)]
+    schema = op.request_schema or {}
+    if "$ref" in schema:
+        schema = _resolve_local(schema["$ref"])
+    return tuple(name for name, prop in schema.get("properties", {}).items() if prop.get("$ref") == TIMESTAMP_REF)
+
+
+def validate_instants(op: Operation, body: Any, now: float) -> None:
+    """InputError (400) naming the field when a Timestamp of the request lies outside the accepted window."""
+    if not isinstance(body, dict):
+        return
+    for name in timestamp_fields(op.method, op.path):
+        if name in body:
+            parse_client_instant(body[name], f"body.{name}", now)
 
 
 def validate_response(op: Operation, status: int, body: Any) -> None:

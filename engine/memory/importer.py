@@ -11,7 +11,8 @@ from typing import Any
 
 from engine.errors import InputError
 from engine.memory.embed import Embedder
-from engine.memory.ingest import ROLES, TurnInput, parse_ts, record_turns_bulk
+from engine.memory.ingest import ROLES, TurnInput, record_turns_bulk
+from engine.times import parse_client_instant
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 
@@ -20,8 +21,12 @@ def _line_error(path: Path, number: int, problem: str) -> InputError:
     return InputError(f"{path}: line {number}: {problem}; nothing from this file was written")
 
 
-def load_history_turns(path: str | Path, max_text_chars: int = 8000) -> list[TurnInput]:
-    """Parse and check every line; the messages of one turn_id are joined into one TurnInput."""
+def load_history_turns(path: str | Path, max_text_chars: int = 8000, now: float | None = None) -> list[TurnInput]:
+    """Parse and check every line; the messages of one turn_id are joined into one TurnInput.
+
+    `ts` follows the API's rule (engine/times.parse_client_instant): an explicit offset, not before
+    2000, not more than a day ahead of `now`; a line that breaks it is named and nothing is written.
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -61,7 +66,7 @@ def load_history_turns(path: str | Path, max_text_chars: int = 8000) -> list[Tur
         if len(text) > max_text_chars:
             raise _line_error(path, number, f"text is {len(text)} characters, over the limit of {max_text_chars}")
         try:
-            parse_ts(record["ts"], "ts")
+            parse_client_instant(record["ts"], "ts", now)
         except InputError as exc:
             raise _line_error(path, number, str(exc)) from None
         salience = record.get("salience")
@@ -113,7 +118,7 @@ def import_history(conn: Any, embedder: Embedder, path: str | Path, now: float, 
     `embed=False` (anima ingest --defer-embedding) commits the messages keyword-searchable but without
     vectors; the running daemon's indexer, or `anima reembed --pending`, fills them in later."""
     started = time.monotonic()
-    turns = load_history_turns(path, max_text_chars)
+    turns = load_history_turns(path, max_text_chars, now)
     result = record_turns_bulk(conn, embedder, turns, now, origin="import", max_text_chars=max_text_chars,
                                progress=progress, embed=embed)
     messages = sum(1 for t in turns for x in (t.user, t.companion) if x and x.strip())

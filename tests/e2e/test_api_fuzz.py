@@ -194,7 +194,8 @@ def test_fuzz_through_the_real_daemon_socket(tmp_path: Path, start_daemon: Any) 
     session = loop.run_until_complete(open_session())
 
     async def send(method: str, path: str, raw: bytes | None) -> tuple[int, Any]:
-        async with session.request(method, "http://anima" + path, data=raw) as resp:
+        headers = None if raw is None else {"Content-Type": "application/json"}
+        async with session.request(method, "http://anima" + path, data=raw, headers=headers) as resp:
             data = await resp.read()
             return resp.status, json.loads(data) if data else None
 

@@ -18,9 +18,11 @@ MAX_LIMIT = 1000
 
 
 def parse_since(text: str | None) -> float | None:
-    """ISO-8601 with offset, or Unix seconds."""
+    """ISO-8601 with offset, or Unix seconds, in ASCII (float() and int() would take '１２' or '²' too)."""
     if text is None or not text.strip():
         return None
+    if not text.isascii():
+        raise InputError(f"since must be ISO-8601 or Unix seconds in ASCII digits, got {text[:64]!r}")
     try:
         value = float(text)
     except ValueError:
@@ -33,8 +35,9 @@ def parse_since(text: str | None) -> float | None:
 def parse_limit(text: str | None) -> int:
     if text is None:
         return DEFAULT_LIMIT
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
-        raise InputError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {text!r}")
+    # isdigit() is True for '²' and '٣', which int() then refuses: only ASCII digits, at most 4 of them.
+    if not (text.isascii() and text.isdigit() and len(text) <= 4) or not 1 <= int(text) <= MAX_LIMIT:
+        raise InputError(f"limit must be an integer from 1 to {MAX_LIMIT} in ASCII digits, got {text[:64]!r}")
     return int(text)
 
 

@@ -4,6 +4,8 @@ The offer is the one place her untold text leaves the daemon (the privacy projec
 `offer.text` field of this route only). The event stays untold until the front end's receipt says
 which turn carried it; the receipt marks it told and indexes it as a memory in ONE transaction, so
 it becomes recallable and consolidatable at the same instant. Offers without a receipt expire.
+A receipt names a turn that was recorded (POST /v1/turns first, with the reply that told it): a
+receipt for a turn nobody recorded would make her life "told" in a conversation that never happened.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from engine.store import share as offers
 from engine.store import transaction
 from engine.store.core import controls as read_controls
 from engine.store.life import mark_told
+from engine.store.queries import q
 
 
 def policy_of(settings: Any) -> SharePolicy:
@@ -93,6 +96,9 @@ def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float) -
             raise ConflictError(f"share offer {share_id} expired; it stays untold (ask POST /v1/share again)")
         if row["told"]:
             raise ConflictError(f"the life event of share offer {share_id} was already told through another offer")
+        if conn.execute(q("api_turn_roles"), {"turn_id": turn_id}).fetchone() is None:
+            raise ConflictError(f"turn {turn_id!r} was never recorded; POST /v1/turns with the reply that told it, "
+                                "then send the receipt")
         mark_told(conn, row["life_event_id"], turn_id, now)
         memory_id = index_life_event(conn, embedder, row["life_event_id"], now)
         offers.receive_offer(conn, share_id, row["life_event_id"], turn_id, now)
