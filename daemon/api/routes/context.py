@@ -3,8 +3,9 @@
 Reads its writes: a turn acknowledged by POST /v1/turns a moment ago may not have its vector yet
 (the memory part's indexer adds it in the background, and yields to requests like this one). So
 this request embeds the newest few of those rows itself ([memory] context_embed_pending, written in
-the last engine.memory.indexer.FRESH_WINDOW_S) alongside the query, writes their vectors, and then
-recalls: the turn is found by meaning, not only by its words. It never waits for the indexer.
+the last engine.memory.indexer.FRESH_WINDOW_S) after the query, writes their vectors, and then
+recalls: the turn is found by meaning, not only by its words. It never waits for the indexer, and
+waits for its own embedding at most FRESH_EMBED_MAX_S (then the turn is found by its words only).
 
 The block it returns is only offered: the reply's POST /v1/turns confirms it (engine/memory/usage.py),
 and only then are its memories strengthened. An empty recall records no injection.
@@ -25,7 +26,7 @@ from engine import inner
 from engine.consolidate.facts_recall import fact_hits
 from engine.consolidate.relational import relationship_view
 from engine.memory.context import record_injection
-from engine.memory.indexer import fresh_pending_rows, write_vectors
+from engine.memory.indexer import FRESH_EMBED_MAX_S, fresh_pending_rows, write_vectors
 from engine.memory.recall import query_lines, recall
 from engine.store.core import controls as read_controls
 
@@ -84,8 +85,14 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
         known = dict(zip(texts, vectors, strict=True))
         query_vec = known[query.strip()]
         if rows and api.ctx.controls.get("memory_hybrid", True):
-            passages = await api.off_loop(base.embed_passages, [row["raw"] for row in rows])
-            fresh = ([int(row["id"]) for row in rows], np.asarray(passages, dtype=np.float32))
+            try:
+                # Bounded: a stuck or starved model costs this reply at most FRESH_EMBED_MAX_S, and the
+                # turn is still found by its words; the indexer embeds it later.
+                passages = await asyncio.wait_for(api.off_loop(base.embed_passages, [row["raw"] for row in rows]),
+                                                  FRESH_EMBED_MAX_S)
+                fresh = ([int(row["id"]) for row in rows], np.asarray(passages, dtype=np.float32))
+            except TimeoutError:
+                api.ctx.log.warning("api.context_fresh_timed_out", rows=len(rows), wait_s=FRESH_EMBED_MAX_S)
     embedder = PrecomputedEmbedder(base, queries=known)
     out = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
                        body.get("budget"), body.get("turn_id"), query_vec, now, fresh)
