@@ -20,6 +20,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -52,6 +53,47 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, tid, INDEXER_NICE)
 
 
+class FreshEmbeddings:
+    """Single flight for the vectors /v1/context computes itself (read-your-writes).
+
+    Under many chats at once, requests arriving together see the same newest pending rows; each row
+    is embedded by the first request that asks and the others wait for that result instead of
+    embedding it again. A result lives only while its call is in flight; the vectors end up in the
+    database (each request writes what it got; write_vectors skips rows already written).
+    """
+
+    def __init__(self) -> None:
+        self.inflight: dict[int, asyncio.Future[dict[int, Any]]] = {}
+
+    async def vectors_for(self, rows: list[Any], embed: Callable[[list[str]], Awaitable[Any]],
+                          timeout_s: float) -> dict[int, Any]:
+        """Vectors of `rows` ((id, raw)), embedding only those no other request is embedding; within `timeout_s`."""
+        loop = asyncio.get_running_loop()
+        mine = [row for row in rows if int(row["id"]) not in self.inflight]
+        theirs = {self.inflight[int(row["id"])] for row in rows if int(row["id"]) in self.inflight}
+        future: asyncio.Future[dict[int, Any]] = loop.create_future()
+        for row in mine:
+            self.inflight[int(row["id"])] = future
+        got: dict[int, Any] = {}
+        try:
+            async with asyncio.timeout(timeout_s):
+                if mine:
+                    vectors = await embed([row["raw"] for row in mine])
+                    got = {int(row["id"]): vector for row, vector in zip(mine, vectors, strict=True)}
+                    future.set_result(got)
+                for other in theirs:
+                    with contextlib.suppress(Exception):
+                        got = {**got, **await asyncio.shield(other)}
+        finally:
+            if not future.done():
+                future.set_exception(TimeoutError())
+                future.exception()  # retrieved: nobody else need be waiting for it
+            for row in mine:
+                if self.inflight.get(int(row["id"])) is future:
+                    del self.inflight[int(row["id"])]
+        return got
+
+
 class VectorIndexer:
     """Drains pending vectors in batches whenever woken; one instance per daemon."""
 
@@ -68,6 +110,7 @@ class VectorIndexer:
         # proves every turn acknowledged before that wake has its vectors (turns wake after commit).
         self.wakes = 0
         self.settled = 0
+        self.fresh = FreshEmbeddings()
 
     def start(self) -> None:
         self.wake()  # the first drain scans from id 0: rows a crash left pending

@@ -6,7 +6,8 @@ a block and its `injection_id`; that is only what the reply *may* use. The reply
 `turn_id` matching the `turn_id` the context was asked for (the newest such block). Confirmation
 happens in the turn's transaction, at most once per injection and at most once per turn, so a
 replayed turn strengthens nothing more; a block never confirmed strengthens nothing. Reading
-(`recall()`, `anima recall`, the benches) never gets here.
+(`recall()`, `anima recall`, the benches) never gets here. Only episodes are strengthened: the
+block's facts are recorded with it (fact_ids_json) but a fact has no strength to gain.
 """
 
 from __future__ import annotations

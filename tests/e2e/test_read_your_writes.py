@@ -73,5 +73,5 @@ async def test_a_turn_is_found_by_a_paraphrase_in_the_very_next_context(tmp_path
         status, health = await her.call("GET", "/v1/health")
         assert status == 200 and health["vectors_pending"] > 0  # the indexer had not reached it: the context did
     embedded = [int(n) for n in re.findall(r"api\.context\b.*?fresh_embedded=(\d+)", daemon.log_text())]
-    assert embedded and embedded[0] >= 2, daemon.log_text()[-2000:]
+    assert embedded and embedded[0] >= 1, daemon.log_text()[-2000:]
     assert USER not in daemon.log_text() and PARAPHRASE not in daemon.log_text()

@@ -60,13 +60,40 @@ async def post_context(request: web.Request, api: ApiState, body: dict[str, Any]
 
 
 async def _fresh_rows(api: ApiState, now: float) -> list[Any]:
-    """Pending rows this request should embed itself; no DB trip while the indexer has caught up."""
+    """The newest pending rows this request should embed itself; no DB trip while the indexer has caught up."""
     indexer = api.ctx.services.get("vector_indexer")
     limit = api.settings.memory.context_embed_pending
-    if indexer is None or limit <= 0 or not indexer.may_have_pending():
+    if (indexer is None or limit <= 0 or not indexer.may_have_pending()
+            or not api.ctx.controls.get("memory_hybrid", True)):
         return []  # without an indexer, turns are embedded inline: nothing is pending
     rows: list[Any] = await api.ctx.store.call(fresh_pending_rows, limit, now)
     return rows
+
+
+async def _fresh_vectors(api: ApiState, base: Any, rows: list[Any]) -> tuple[list[int], Any] | None:
+    """Vectors for `rows`, computed here within FRESH_EMBED_MAX_S; None when there are none.
+
+    Rows another request is embedding right now are waited for, not embedded twice
+    (daemon.memory_component.FreshEmbeddings).
+    """
+    indexer = api.ctx.services.get("vector_indexer")
+    if not rows or indexer is None:
+        return None
+
+    async def embed(texts: list[str]) -> Any:
+        return await api.off_loop(base.embed_passages, texts)
+
+    try:
+        # Bounded: a stuck or starved model costs this reply at most FRESH_EMBED_MAX_S, and the
+        # turn is still found by its words; the indexer embeds it later.
+        got = await indexer.fresh.vectors_for(rows, embed, FRESH_EMBED_MAX_S)
+    except TimeoutError:
+        api.ctx.log.warning("api.context_fresh_timed_out", rows=len(rows), wait_s=FRESH_EMBED_MAX_S)
+        return None
+    if not got:
+        return None
+    ids = sorted(got)
+    return ids, np.stack([np.asarray(got[i], dtype=np.float32) for i in ids])
 
 
 async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
@@ -84,15 +111,7 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
         vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), _fresh_rows(api, now))
         known = dict(zip(texts, vectors, strict=True))
         query_vec = known[query.strip()]
-        if rows and api.ctx.controls.get("memory_hybrid", True):
-            try:
-                # Bounded: a stuck or starved model costs this reply at most FRESH_EMBED_MAX_S, and the
-                # turn is still found by its words; the indexer embeds it later.
-                passages = await asyncio.wait_for(api.off_loop(base.embed_passages, [row["raw"] for row in rows]),
-                                                  FRESH_EMBED_MAX_S)
-                fresh = ([int(row["id"]) for row in rows], np.asarray(passages, dtype=np.float32))
-            except TimeoutError:
-                api.ctx.log.warning("api.context_fresh_timed_out", rows=len(rows), wait_s=FRESH_EMBED_MAX_S)
+        fresh = await _fresh_vectors(api, base, rows)
     embedder = PrecomputedEmbedder(base, queries=known)
     out = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
                        body.get("budget"), body.get("turn_id"), query_vec, now, fresh)

@@ -5,3 +5,4 @@
 ALTER TABLE context_injection ADD COLUMN used_turn_id TEXT;
 ALTER TABLE context_injection ADD COLUMN used_at REAL;
 CREATE INDEX context_injection_turn ON context_injection(turn_id);
+CREATE INDEX context_injection_used_turn ON context_injection(used_turn_id) WHERE used_turn_id IS NOT NULL;
