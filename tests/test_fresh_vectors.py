@@ -1,0 +1,108 @@
+"""Read-your-writes, the parts: which pending rows a context request embeds, once per row, within its bound."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from daemon.memory_component import FreshEmbeddings, MemoryComponent
+from engine.memory.indexer import FRESH_WINDOW_S, fresh_pending_rows
+from engine.memory.ingest import TurnInput, record_turn
+from tests.api_support import ApiHarness, HashEmbedder, turn
+from tests.memory_helpers import fresh_db
+
+NOW = 1_780_000_000.0
+
+
+def test_fresh_rows_are_the_newest_pending_user_side_first_within_the_window(tmp_path: Path) -> None:
+    conn = fresh_db(tmp_path / "anima.db")
+    model = HashEmbedder()
+    record_turn(conn, model, TurnInput("old", "很久以前说的话", "嗯", "2026-05-01T10:00:00+08:00"),
+                NOW - FRESH_WINDOW_S - 1, embed=False)
+    record_turn(conn, model, TurnInput("done", "已经有向量的话", "嗯嗯", "2026-05-01T11:00:00+08:00"), NOW - 5)
+    record_turn(conn, model, TurnInput("t1", "第一句", "回一", "2026-05-01T12:00:00+08:00"), NOW - 2, embed=False)
+    record_turn(conn, model, TurnInput("t2", "第二句", "回二", "2026-05-01T12:01:00+08:00"), NOW - 1, embed=False)
+    texts = [row["raw"] for row in fresh_pending_rows(conn, 10, NOW)]
+    assert texts == ["第二句", "第一句", "回二", "回一"]  # never the indexed turn, never the one past the window
+    assert [row["raw"] for row in fresh_pending_rows(conn, 2, NOW)] == ["第二句", "第一句"]
+    assert fresh_pending_rows(conn, 0, NOW) == []
+
+
+async def test_concurrent_requests_embed_each_row_once() -> None:
+    fresh = FreshEmbeddings()
+    calls: list[list[str]] = []
+    release = asyncio.Event()
+
+    async def embed(texts: list[str]) -> Any:
+        calls.append(texts)
+        await release.wait()
+        return np.ones((len(texts), 3), dtype=np.float32) * len(calls)
+
+    rows = [{"id": 7, "raw": "a"}, {"id": 8, "raw": "b"}]
+    first = asyncio.create_task(fresh.vectors_for(rows, embed, 5.0))
+    await asyncio.sleep(0)
+    second = asyncio.create_task(fresh.vectors_for(rows + [{"id": 9, "raw": "c"}], embed, 5.0))
+    await asyncio.sleep(0)
+    release.set()
+    got_first, got_second = await asyncio.gather(first, second)
+    assert calls == [["a", "b"], ["c"]]  # 7 and 8 embedded by the first request only
+    assert sorted(got_first) == [7, 8] and sorted(got_second) == [7, 8, 9]
+    assert fresh.inflight == {}
+
+
+async def test_a_stuck_embedding_gives_up_within_the_bound() -> None:
+    fresh = FreshEmbeddings()
+
+    async def never(texts: list[str]) -> Any:
+        await asyncio.Event().wait()
+
+    with pytest.raises(TimeoutError):
+        await fresh.vectors_for([{"id": 1, "raw": "a"}], never, 0.05)
+    assert fresh.inflight == {}
+
+
+class GatedEmbedder(HashEmbedder):
+    """Passage embedding waits for the test to open the gate: the indexer cannot finish a batch before it does."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        assert self.gate.wait(timeout=30), "gate never opened"
+        return super().embed_passages(texts)
+
+
+async def until(predicate: Any, timeout_s: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.01)
+
+
+async def test_the_indexer_says_when_nothing_can_be_pending(tmp_path: Path) -> None:
+    api = await ApiHarness(tmp_path).start()
+    model = GatedEmbedder()
+    memory = MemoryComponent(embedder=model)
+    assert api.ctx is not None
+    await memory.start(api.ctx)
+    indexer = memory.indexer
+    assert indexer is not None
+    try:
+        await until(lambda: not indexer.may_have_pending())  # the start-up drain found nothing
+        status, _ = await api.call("POST", "/v1/turns", turn("t1", "我的猫芝麻今天去打疫苗了", "芝麻好勇敢"))
+        assert status == 200 and indexer.may_have_pending()  # woken by the turn; its batch cannot finish yet
+        model.gate.set()
+        await until(lambda: not indexer.may_have_pending())
+        pending = await api.db(lambda c: c.execute("SELECT count(*) FROM mem_episodic e WHERE NOT EXISTS "
+                                                   "(SELECT 1 FROM mem_embedding v WHERE v.id = e.id)").fetchone()[0])
+        assert pending == 0  # "nothing pending" is only said when it is true
+    finally:
+        model.gate.set()
+        await memory.stop(api.ctx)
+        await api.stop()
