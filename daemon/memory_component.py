@@ -58,19 +58,24 @@ class FreshEmbeddings:
 
     Under many chats at once, requests arriving together see the same newest pending rows; each row
     is embedded by the first request that asks and the others wait for that result instead of
-    embedding it again. A result lives only while its call is in flight; the vectors end up in the
-    database (each request writes what it got; write_vectors skips rows already written).
+    embedding it again. And only one such embedding runs at a time: a request that finds one
+    running embeds nothing itself, so the extra CPU stays one small model call however many replies
+    are being prepared (measured with bench/api.py's 20 paced chats, where every context embedding
+    its own rows put p50 up 2-4x); the rest is the indexer's, as before. A result lives only while
+    its call is in flight; the vectors end up in the database (each request writes what it got;
+    write_vectors skips rows already written).
     """
 
     def __init__(self) -> None:
         self.inflight: dict[int, asyncio.Future[dict[int, Any]]] = {}
+        self.embedding = False  # one fresh embedding at a time
 
     async def vectors_for(self, rows: list[Any], embed: Callable[[list[str]], Awaitable[Any]],
                           timeout_s: float) -> dict[int, Any]:
         """Vectors of `rows` ((id, raw)), embedding only those no other request is embedding; within `timeout_s`."""
         loop = asyncio.get_running_loop()
-        mine = [row for row in rows if int(row["id"]) not in self.inflight]
         theirs = {self.inflight[int(row["id"])] for row in rows if int(row["id"]) in self.inflight}
+        mine = [] if self.embedding else [row for row in rows if int(row["id"]) not in self.inflight]
         future: asyncio.Future[dict[int, Any]] = loop.create_future()
         for row in mine:
             self.inflight[int(row["id"])] = future
@@ -78,7 +83,11 @@ class FreshEmbeddings:
         try:
             async with asyncio.timeout(timeout_s):
                 if mine:
-                    vectors = await embed([row["raw"] for row in mine])
+                    self.embedding = True
+                    try:
+                        vectors = await embed([row["raw"] for row in mine])
+                    finally:
+                        self.embedding = False
                     got = {int(row["id"]): vector for row, vector in zip(mine, vectors, strict=True)}
                     future.set_result(got)
                 for other in theirs:

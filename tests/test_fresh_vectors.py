@@ -34,7 +34,7 @@ def test_fresh_rows_are_the_newest_pending_user_side_first_within_the_window(tmp
     assert fresh_pending_rows(conn, 0, NOW) == []
 
 
-async def test_concurrent_requests_embed_each_row_once() -> None:
+async def test_concurrent_requests_embed_each_row_once_and_one_call_at_a_time() -> None:
     fresh = FreshEmbeddings()
     calls: list[list[str]] = []
     release = asyncio.Event()
@@ -51,9 +51,12 @@ async def test_concurrent_requests_embed_each_row_once() -> None:
     await asyncio.sleep(0)
     release.set()
     got_first, got_second = await asyncio.gather(first, second)
-    assert calls == [["a", "b"], ["c"]]  # 7 and 8 embedded by the first request only
-    assert sorted(got_first) == [7, 8] and sorted(got_second) == [7, 8, 9]
-    assert fresh.inflight == {}
+    # 7 and 8 embedded by the first request only; the second waits for them and starts no call of its own
+    assert calls == [["a", "b"]]
+    assert sorted(got_first) == [7, 8] and sorted(got_second) == [7, 8]
+    assert fresh.inflight == {} and not fresh.embedding
+    third = await fresh.vectors_for([{"id": 9, "raw": "c"}], embed, 5.0)  # nothing running: it embeds
+    assert calls == [["a", "b"], ["c"]] and sorted(third) == [9]
 
 
 async def test_a_stuck_embedding_gives_up_within_the_bound() -> None:
