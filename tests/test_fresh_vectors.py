@@ -109,3 +109,22 @@ async def test_the_indexer_says_when_nothing_can_be_pending(tmp_path: Path) -> N
         model.gate.set()
         await memory.stop(api.ctx)
         await api.stop()
+
+
+def test_a_keyword_match_waiting_for_its_vector_is_not_hidden_by_vectored_hits(tmp_path: Path) -> None:
+    """Whatever the indexer has not reached yet is still found by the user's own words."""
+    from engine.memory.recall import recall
+    from tests.memory_helpers import ON, SETTINGS
+
+    conn = fresh_db(tmp_path / "anima.db")
+    model = HashEmbedder()
+    for i, text in enumerate(["今天吃了牛肉面", "晚上看了一部老电影", "周末想去湖边骑车", "最近在学做蛋糕",
+                              "下班路上下起了大雨", "报名了游泳课", "养的多肉开花了", "感冒了嗓子疼"]):
+        record_turn(conn, model, TurnInput(f"other{i}", text, "嗯嗯", f"2026-04-0{i + 1}T10:00:00+08:00"), NOW)
+    record_turn(conn, model, TurnInput("indexed", "上海面试", "加油", "2026-05-01T10:00:00+08:00"), NOW)
+    record_turn(conn, model, TurnInput("waiting", "下周还要去上海面试，有点怕", "别怕", "2026-05-02T10:00:00+08:00"),
+                NOW, embed=False)
+    result = recall(conn, model, "上海面试", settings=SETTINGS, controls=ON, now=NOW)
+    turns = [h.turn_id for h in result.hits]
+    assert turns[0] == "indexed" and result.mode == "hybrid"  # a vectored hit passed the floor on its own
+    assert "waiting" in turns and "waiting" in result.context  # ... and the unembedded turn is still there
