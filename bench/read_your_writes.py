@@ -4,8 +4,9 @@ One chat on the real daemon over its Unix socket: post a turn, then at once ask 
 paraphrase that shares no keyword with it, and check that the new turn is cited. Run side by side
 with `[memory] context_embed_pending = 0` (the context request embeds nothing itself: the turn is
 found by meaning only if the background indexer got there first) and with the shipped setting.
-Reported per setting: cited rate, context p50/p95 right after a turn, and context p50/p95 after a
-pause (the indexer has caught up, so read-your-writes has nothing to do: that is the fast path).
+Reported per setting: cited rate and context p50/p95 right after a turn, and the same after a pause
+(the indexer has caught up, so read-your-writes has nothing to do: the fast path; its cited rate is
+what ranking alone gives on that history, the ceiling for the first).
 
 With --db the chat runs on a copy of that database (e.g. bench/api.py's 10k-memory one), so the
 indexer may also have a backlog; without it, on a new empty companion.
@@ -60,6 +61,7 @@ async def chat(sock: str, rounds: int, pause_s: float) -> dict[str, Any]:
     after_turn: list[float] = []
     after_pause: list[float] = []
     cited = 0
+    cited_later = 0
     async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=sock)) as session:
 
         async def post(path: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -79,9 +81,11 @@ async def chat(sock: str, rounds: int, pause_s: float) -> dict[str, Any]:
             after_turn.append(ms)
             cited += turn_id in ctx["context"]
             await asyncio.sleep(pause_s)  # the user reads and types: the indexer catches up
-            ms, _ = await post("/v1/context", {"query": question, "turn_id": f"{turn_id}-later"})
+            ms, later = await post("/v1/context", {"query": question, "turn_id": f"{turn_id}-later"})
             after_pause.append(ms)
+            cited_later += turn_id in later["context"]
     return {"rounds": rounds, "cited_right_after_turn": round(cited / rounds, 3),
+            "cited_after_pause": round(cited_later / rounds, 3),
             "context_after_turn_ms": {"p50": round(percentile(after_turn, 50), 1),
                                       "p95": round(percentile(after_turn, 95), 1)},
             "context_after_pause_ms": {"p50": round(percentile(after_pause, 50), 1),
