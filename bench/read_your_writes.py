@@ -11,7 +11,7 @@ what ranking alone gives on that history, the ceiling for the first).
 With --db the chat runs on a copy of that database (e.g. bench/api.py's 10k-memory one), so the
 indexer may also have a backlog; without it, on a new empty companion.
 
-Usage: python bench/read_your_writes.py [--rounds 30] [--db PATH] [--pending 0,2]
+Usage: python bench/read_your_writes.py [--rounds 12] [--db PATH] [--pending 0,2]
 """
 
 from __future__ import annotations
@@ -46,6 +46,12 @@ PAIRS = [
     ("周末我和老公去看了一场话剧", "上回跟丈夫欣赏的表演叫什么"),
     ("我最近迷上了做陶艺", "新的爱好是什么"),
     ("我把车卖了，以后坐地铁通勤", "现在每天怎么去公司"),
+    ("我报了一个日语班，每周六上课", "周末去学哪门外语"),
+    ("我爸上个月做了心脏手术", "父亲身体怎么样了"),
+    ("我在阳台种了一排番茄", "家里栽的蔬菜长得好吗"),
+    ("我们公司要裁员一半的人", "单位最近有什么变动"),
+    ("我和男朋友分手了", "感情上出了什么事"),
+    ("我买了一台二手钢琴", "新添的乐器是什么"),
 ]
 
 
@@ -118,7 +124,8 @@ def run_setting(pending: int, base_db: Path | None, work: Path, rounds: int, pau
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=len(PAIRS),
+                        help=f"turns per setting (default {len(PAIRS)}: each pair once; repeats compete with their earlier copies)")
     parser.add_argument("--db", help="run on a copy of this database (default: a new, empty companion)")
     parser.add_argument("--pending", default="0,2", help="comma-separated [memory] context_embed_pending values")
     parser.add_argument("--pause-s", type=float, default=1.5, help="think time before the second context")
