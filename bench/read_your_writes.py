@@ -11,7 +11,7 @@ what ranking alone gives on that history, the ceiling for the first).
 With --db the chat runs on a copy of that database (e.g. bench/api.py's 10k-memory one), so the
 indexer may also have a backlog; without it, on a new empty companion.
 
-Usage: python bench/read_your_writes.py [--rounds 12] [--db PATH] [--pending 0,2]
+Usage: python bench/read_your_writes.py [--rounds 12] [--db PATH] [--pending 0,1]
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=len(PAIRS),
                         help=f"turns per setting (default {len(PAIRS)}: each pair once; repeats compete with their earlier copies)")
     parser.add_argument("--db", help="run on a copy of this database (default: a new, empty companion)")
-    parser.add_argument("--pending", default="0,2", help="comma-separated [memory] context_embed_pending values")
+    parser.add_argument("--pending", default="0,1", help="comma-separated [memory] context_embed_pending values")
     parser.add_argument("--pause-s", type=float, default=1.5, help="think time before the second context")
     args = parser.parse_args()
     for text, question in PAIRS:

@@ -40,7 +40,7 @@ def pending_rows(conn: Any, limit: int, after: int = 0) -> list[Any]:
 
 FRESH_WINDOW_S = 60.0  # only memories written this recently: older pending rows are the indexer's backlog
 FRESH_SCAN_IDS = 256  # the anti-join looks at the newest this many ids only, whatever the history size
-FRESH_EMBED_MAX_S = 1.0  # the longest a context request waits for its own embedding of them (2 rows: ~0.05-0.1 s)
+FRESH_EMBED_MAX_S = 1.0  # the longest a context request waits for its own embedding of them (one row: ~20-40 ms)
 
 
 def fresh_pending_rows(conn: Any, limit: int, now: float, window_s: float = FRESH_WINDOW_S) -> list[Any]:
