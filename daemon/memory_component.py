@@ -60,8 +60,8 @@ class FreshEmbeddings:
     is embedded by the first request that asks and the others wait for that result instead of
     embedding it again. And only one such embedding runs at a time: a request that finds one
     running embeds nothing itself, so the extra CPU stays one small model call however many replies
-    are being prepared (measured with bench/api.py's 20 paced chats, where every context embedding
-    its own rows put p50 up 2-4x); the rest is the indexer's, as before. A result lives only while
+    are being prepared (daemon/api/routes/context.py also skips it while other replies are); the
+    rest is the indexer's, as before. A result lives only while
     its call is in flight; the vectors end up in the database (each request writes what it got;
     write_vectors skips rows already written).
     """

@@ -128,3 +128,25 @@ def test_a_keyword_match_waiting_for_its_vector_is_not_hidden_by_vectored_hits(t
     turns = [h.turn_id for h in result.hits]
     assert turns[0] == "indexed" and result.mode == "hybrid"  # a vectored hit passed the floor on its own
     assert "waiting" in turns and "waiting" in result.context  # ... and the unembedded turn is still there
+
+
+async def test_a_context_embeds_fresh_rows_only_while_it_is_the_one_reply_being_prepared(tmp_path: Path) -> None:
+    from daemon.priority import gate_of
+
+    api = await ApiHarness(tmp_path).start()
+    model = GatedEmbedder()  # passages never finish: an attempt shows as a timed-out fresh embedding
+    memory = MemoryComponent(embedder=model)
+    assert api.ctx is not None
+    await memory.start(api.ctx)
+    try:
+        await api.call("POST", "/v1/turns", turn("t1", "我的猫芝麻今天去打疫苗了", "芝麻好勇敢"))
+        async with gate_of(api.ctx.services).serving():  # another chat's reply is being prepared
+            status, _ = await api.call("POST", "/v1/context", {"query": "芝麻怎么样"})
+        assert status == 200 and api.log.named("api.context_fresh_timed_out") == []
+        assert api.log.named("api.context")[-1]["fresh_embedded"] == 0
+        status, _ = await api.call("POST", "/v1/context", {"query": "芝麻怎么样"})  # alone: it tries, within 1 s
+        assert status == 200 and len(api.log.named("api.context_fresh_timed_out")) == 1
+    finally:
+        model.gate.set()
+        await memory.stop(api.ctx)
+        await api.stop()
