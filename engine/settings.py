@@ -100,6 +100,7 @@ class MemorySettings:
     update_similarity: float = 0.92
     duplicate_jaccard: float = 0.5
     ram_index_from: int = 5000
+    context_embed_pending: int = 1
     embedding_threads: int = 1
     query_embedding_threads: int = 0
 

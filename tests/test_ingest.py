@@ -179,15 +179,16 @@ def test_fact_hits_join_the_block_and_are_recorded_as_facts(conn):
 
     @dataclass(frozen=True)
     class Fact:
-        memory_id: int = 77
+        fact_id: int = 77
         text: str = "2026-06-16 用户住在上海徐汇"
         score: float = 9.0
         source: str = "fact"
         ts: str = "2026-06-16"
         turn_id: str | None = "d06"
+        evidence_turn_ids: tuple[str, ...] = ("d06",)
 
         def to_json(self):
-            return {"source": "fact", "fact_id": self.memory_id, "text": self.text}
+            return {"source": "fact", "fact_id": self.fact_id, "text": self.text}
 
     record_turn(conn, embedder(), TurnInput("t1", "我搬到了闵行", None, "2026-07-22T22:00:00+08:00"), NOW)
     result = recall(conn, embedder(), "我住哪", settings=SETTINGS, controls={**ON, "memory_facts": True}, now=NOW,

@@ -1,4 +1,8 @@
-"""`anima recall "QUERY"`: hybrid recall on the database file (daemon running or not); `--batch FILE` for many."""
+"""`anima recall "QUERY"`: hybrid recall on the database file (daemon running or not); `--batch FILE` for many.
+
+Inspection only: it reads and never writes (no strengthening, no injection record), so a batch's
+answers do not depend on its order and the file is left as it was.
+"""
 
 from __future__ import annotations
 
@@ -54,10 +58,17 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     else:
         print(f"mode: {out['mode']}  hits: {len(out['hits'])}")
         for hit in out["hits"]:
-            print(f"  {hit['score']:.3f}  {hit['ts'][:10]}  {hit['turn_id']}  {hit['role']}  {hit['text'][:60]}")
+            print("  " + hit_line(hit))
         print()
         print(out["context"] or "(no context)")
     return 0
+
+
+def hit_line(hit: dict[str, Any]) -> str:
+    """One hit as a line: score, date, turn, who said it (`fact #id key` for a consolidated fact), text."""
+    # A fact has no role or memory id of its own (openapi.json FactHit).
+    who = f"fact #{hit['fact_id']} {hit['key']}" if hit["source"] == "fact" else str(hit["role"])
+    return f"{hit['score']:.3f}  {hit['ts'][:10]}  {hit['turn_id']}  {who}  {hit['text'][:60]}"
 
 
 def batch_queries(path: Path) -> list[str]:

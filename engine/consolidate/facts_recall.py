@@ -19,7 +19,9 @@ from engine.store.queries import q
 
 @dataclass(frozen=True)
 class FactHit:
-    memory_id: int  # the fact id (recall collects these as fact_ids)
+    """A fact as a recall hit: its own id (`fact_id`, a mem_semantic id; it has no memory_id) and its evidence."""
+
+    fact_id: int  # mem_semantic id (recall collects these as fact_ids)
     key: str
     text: str  # the statement: date + the user's sentence, written by the host
     score: float
@@ -34,8 +36,13 @@ class FactHit:
     ts_unix: float = 0.0
     relevance: float = 0.0
 
+    @property
+    def evidence_turn_ids(self) -> list[str]:
+        """The turns this fact rests on: a block that shows the fact shows none of them again."""
+        return [turn["turn_id"] for turn in self.evidence]
+
     def to_json(self) -> dict[str, Any]:
-        return {"source": "fact", "fact_id": self.memory_id, "key": self.key, "text": self.text,
+        return {"source": "fact", "fact_id": self.fact_id, "key": self.key, "text": self.text,
                 "score": round(self.score, 4), "valid_from": self.valid_from, "valid_to": self.valid_to,
                 "turn_id": self.turn_id, "ts": self.ts, "evidence": self.evidence}
 
@@ -161,7 +168,7 @@ def fact_hits(conn: Any, query_embedding: Any, query_text: str, *, k: int, now: 
         score = float(scores[index])
         evidence = evidence_turns(conn, json.loads(row["evidence_json"]))
         first = evidence[0] if evidence else None
-        hits.append(FactHit(memory_id=row["id"], key=row["key"], text=row["statement"], score=score,
+        hits.append(FactHit(fact_id=row["id"], key=row["key"], text=row["statement"], score=score,
                             valid_from=row["valid_from"], valid_to=row["valid_to"], evidence=evidence,
                             turn_id=first["turn_id"] if first else None,
                             ts=row["statement"][:10], ts_unix=row["valid_from"], relevance=score))

@@ -47,7 +47,10 @@ def build_block(conn: Any, hits: Sequence[Any], budget: int, reread: bool,
                 as_of: float) -> tuple[str, list[int], list[int]]:
     """Fit cited items into `budget` (CJK-aware cost); an item goes in whole or not at all.
 
-    Returns the block, the memory ids and the fact ids it shows.
+    Each turn is cited once: a fact (engine.consolidate.facts_recall.FactHit) and the turn it was
+    written from say the same thing, so whichever ranks first is shown and the other is skipped
+    (a fact whose evidence turns are all shown already adds nothing; a turn a shown fact rests on
+    is not repeated). Returns the block, the memory ids and the fact ids it shows.
     """
     if not hits:
         return "", [], []
@@ -55,12 +58,25 @@ def build_block(conn: Any, hits: Sequence[Any], budget: int, reread: bool,
     parts: list[str] = []
     memory_ids: list[int] = []
     fact_ids: list[int] = []
+    cited_turns: set[str] = set()
     for hit in hits:
+        if hit.source == "fact":
+            turns = set(hit.evidence_turn_ids)
+            if turns and turns <= cited_turns:
+                continue
+        else:
+            if hit.turn_id and hit.turn_id in cited_turns:
+                continue
+            turns = {hit.turn_id} if hit.turn_id else set()
         for variant in item_variants(conn, hit, reread, as_of):
             cost = text_cost(variant) + 1  # +1 for the newline
             if used + cost <= budget:
                 parts.append(variant)
-                (fact_ids if hit.source == "fact" else memory_ids).append(hit.memory_id)
+                if hit.source == "fact":
+                    fact_ids.append(hit.fact_id)
+                else:
+                    memory_ids.append(hit.memory_id)
+                cited_turns |= turns
                 used += cost
                 break
     if not parts:

@@ -9,6 +9,11 @@ Finding pending rows means an anti-join over mem_episodic: ~100 ms at 100k memor
 microseconds above a watermark. Memory rows are never deleted and new ones get ids above every
 existing one, so once every id up to W was seen indexed no id <= W can become pending again: the
 daemon scans from 0 once at start (the crash case), then only above its watermark (`Drain`).
+
+Read-your-writes: a turn acknowledged a moment ago may still wait here while the next /v1/context
+asks for it by meaning. That request embeds the newest few pending rows itself (`fresh_pending_rows`,
+bounded by [memory] context_embed_pending and FRESH_WINDOW_S) and writes them with `write_vectors`,
+so the cost lands on that one request and the indexer finds them done.
 """
 
 from __future__ import annotations
@@ -31,6 +36,19 @@ def pending_memory_ids(conn: Any, limit: int, after: int = 0) -> list[int]:
 def pending_rows(conn: Any, limit: int, after: int = 0) -> list[Any]:
     """(id, raw) rows of memories without a vector, oldest first."""
     return list(conn.execute(q("mem_pending_vectors"), {"after": after, "limit": int(limit)}).fetchall())
+
+
+FRESH_WINDOW_S = 60.0  # only memories written this recently: older pending rows are the indexer's backlog
+FRESH_SCAN_IDS = 256  # the anti-join looks at the newest this many ids only, whatever the history size
+FRESH_EMBED_MAX_S = 1.0  # the longest a context request waits for its own embedding of them (one row: ~20-40 ms)
+
+
+def fresh_pending_rows(conn: Any, limit: int, now: float, window_s: float = FRESH_WINDOW_S) -> list[Any]:
+    """(id, raw) of at most `limit` memories written in the last `window_s` that have no vector yet, newest first."""
+    if limit <= 0:
+        return []
+    return list(conn.execute(q("mem_fresh_pending_vectors"),
+                             {"since": now - window_s, "scan": FRESH_SCAN_IDS, "limit": int(limit)}).fetchall())
 
 
 def count_pending(conn: Any, after: int = 0) -> int:

@@ -224,6 +224,21 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
     return cosines, texts, query_vec
 
 
+def keyword_hits_awaiting_vectors(ranked: Sequence[Candidate], kept: Sequence[Candidate], cosines: dict[int, float],
+                                  params: RankParams) -> list[Candidate]:
+    """Keyword matches the indexer has not embedded yet, kept as the keyword fallback would keep them.
+
+    Read-your-writes (engine/memory/indexer.py): a memory with no vector yet (no cosine) can only
+    reach min_score by its keyword lane, so whenever any vectored row passes, it was dropped, and a
+    lagging indexer hid a turn the user's own words name. It keeps its (lower) hybrid score: it is
+    found, not promoted.
+    """
+    relaxed = min(params.min_score, params.text_weight) / 2
+    kept_ids = {c.memory_id for c in kept}
+    return [c for c in ranked if c.memory_id not in cosines and c.memory_id not in kept_ids
+            and c.text_score > 0 and c.relevance >= relaxed]
+
+
 def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, controls: dict[str, Any],
            now: float, k: int | None = None, budget: int | None = None, as_of: float | None = None,
            extra_sources: Sequence[Callable[..., list[Any]]] = (),
@@ -265,6 +280,8 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         params = replace(params, vector_weight=0.0, text_weight=1.0)
     ranked = ranking.score_candidates(cands, params, now if as_of is None else min(now, as_of))
     kept = ranking.apply_min_score(ranked, params.min_score, set(texts), params.text_weight)
+    if hybrid:
+        kept += keyword_hits_awaiting_vectors(ranked, kept, cosines, params)
     mode = "hybrid" if hybrid else "keyword"
     if kept and not any(c.relevance >= params.min_score for c in kept):
         mode += "+keyword_fallback"

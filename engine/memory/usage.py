@@ -1,14 +1,33 @@
-"""Using a memory counts: the spaced-repetition step applied to memories a reply actually used."""
+"""Using a memory counts: a reply's confirmed context block strengthens the memories it showed, once.
+
+The contract (daemon/api/openapi.json, POST /v1/context and POST /v1/turns): /v1/context hands out
+a block and its `injection_id`; that is only what the reply *may* use. The reply's own
+`POST /v1/turns` confirms it, either by carrying `injection_id` or, when it carries none, by its
+`turn_id` matching the `turn_id` the context was asked for (the newest such block). Confirmation
+happens in the turn's transaction, at most once per injection and at most once per turn, so a
+replayed turn strengthens nothing more; a block never confirmed strengthens nothing. Reading
+(`recall()`, `anima recall`, the benches) never gets here. Only episodes are strengthened: the
+block's facts are recorded with it (fact_ids_json) but a fact has no strength to gain.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import ConflictError, InputError
 from engine.memory import ranking
 from engine.store.connect import transaction
 from engine.store.queries import q
+
+
+@dataclass(frozen=True)
+class UseConfirmed:
+    injection_id: str | None  # the block this turn's reply used (None: none known, or none given)
+    strengthened: int  # memories strengthened by this call (0 on a replay)
 
 
 def strengthen(conn: Any, memory_ids: Iterable[int], now: float) -> int:
@@ -30,3 +49,36 @@ def strengthen(conn: Any, memory_ids: Iterable[int], now: float) -> int:
                 conn.execute(q("mem_bump_recall"), {"id": memory_id, "accessibility": strength, "now": now})
                 count += 1
     return count
+
+
+def confirm_use(conn: Any, turn_id: str, injection_id: str | None, now: float) -> UseConfirmed:
+    """Confirm the block turn `turn_id`'s reply used and strengthen its memories (see the module docstring).
+
+    An `injection_id` that does not exist is an InputError, one already used by another turn a
+    ConflictError: raised inside the turn's transaction, so the turn is not recorded either.
+    """
+    with transaction(conn):
+        already = conn.execute(q("mem_injections_used_by_turn"), {"turn_id": turn_id}).fetchone()
+        if already is not None:  # a replay: this turn confirmed its block before
+            if injection_id is not None and injection_id != already["id"]:
+                raise ConflictError(f"turn {turn_id} already confirmed injection {already['id']}; "
+                                    "a reply uses one context block")
+            return UseConfirmed(str(already["id"]), 0)
+        if injection_id is not None:
+            row = conn.execute(q("mem_injection_by_id"), {"id": injection_id}).fetchone()
+            if row is None:
+                raise InputError(f"turn {turn_id}: injection_id {injection_id!r} was never handed out by "
+                                 "/v1/context; send the injection_id of the context this reply used, or none")
+            if row["used_at"] is not None:
+                raise ConflictError(f"turn {turn_id}: injection {injection_id} was already used by turn "
+                                    f"{row['used_turn_id']}; each context block confirms one reply")
+        else:
+            row = conn.execute(q("mem_newest_injection_for_turn"), {"turn_id": turn_id}).fetchone()
+            if row is None or row["used_at"] is not None:
+                return UseConfirmed(None, 0)  # no block was asked for this turn: nothing was used
+        marked = conn.execute(q("mem_mark_injection_used"),
+                              {"id": row["id"], "turn_id": turn_id, "now": now}).fetchone()
+        if marked is None:
+            return UseConfirmed(None, 0)
+        memory_ids = [int(i) for i in json.loads(marked["memory_ids_json"])]
+        return UseConfirmed(str(row["id"]), strengthen(conn, memory_ids, now))

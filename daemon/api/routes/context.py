@@ -1,36 +1,45 @@
-"""POST /v1/context: what she should keep in mind for the next reply (cited memories, mood, energy, activity)."""
+"""POST /v1/context: what she should keep in mind for the next reply (cited memories, mood, energy, activity).
+
+Reads its writes: a turn acknowledged by POST /v1/turns a moment ago may not have its vector yet
+(the memory part's indexer adds it in the background, and yields to requests like this one). So
+this request embeds the newest few of those rows itself ([memory] context_embed_pending, written in
+the last engine.memory.indexer.FRESH_WINDOW_S) after the query, writes their vectors, and then
+recalls: the turn is found by meaning, not only by its words. It never waits for the indexer, and
+waits for its own embedding at most FRESH_EMBED_MAX_S (then the turn is found by its words only).
+
+The block it returns is only offered: the reply's POST /v1/turns confirms it (engine/memory/usage.py),
+and only then are its memories strengthened. An empty recall records no injection.
+"""
 
 from __future__ import annotations
 
-import importlib
+import asyncio
 from typing import Any
 
+import numpy as np
 from aiohttp import web
 
 from daemon.api.http import ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, inner_view, persona_of
 from daemon.priority import gate_of
 from engine import inner
+from engine.consolidate.facts_recall import fact_hits
 from engine.consolidate.relational import relationship_view
 from engine.memory.context import record_injection
+from engine.memory.indexer import FRESH_EMBED_MAX_S, fresh_pending_rows, write_vectors
 from engine.memory.recall import query_lines, recall
 from engine.store.core import controls as read_controls
 
 
-def extra_sources() -> tuple[Any, ...]:
-    """Consolidated facts join recall when the consolidation part is installed (engine.consolidate.facts_recall)."""
-    try:
-        module = importlib.import_module("engine.consolidate.facts_recall")
-    except ImportError:
-        return ()
-    return (module.fact_hits,)
-
-
 def build_context(conn: Any, settings: Any, persona: Any, embedder: Any, query: str, budget: int | None,
-                  turn_id: str | None, query_vec: Any, now: float) -> dict[str, Any]:
+                  turn_id: str | None, query_vec: Any, now: float,
+                  fresh: tuple[list[int], Any] | None = None) -> dict[str, Any]:
+    """On the DB thread: write the fresh vectors (if any), recall, record the block, and her state."""
+    if fresh is not None:
+        write_vectors(conn, embedder, fresh[0], fresh[1], now)  # rows the indexer wrote meanwhile are skipped
     switches = read_controls(conn)
     result = recall(conn, embedder, query, settings=settings.memory, controls=switches, now=now, budget=budget,
-                    query_vec=query_vec, extra_sources=extra_sources())
+                    query_vec=query_vec, extra_sources=(fact_hits,))
     injection_id = record_injection(conn, result, turn_id, now) if result.context else None
     snapshot = inner.inner_snapshot(conn, settings, persona, now)
     consolidated = switches.get("memory_search", True) and switches.get("memory_facts", True)
@@ -50,22 +59,70 @@ async def post_context(request: web.Request, api: ApiState, body: dict[str, Any]
         return await _context(request, api, body)
 
 
+async def _fresh_rows(api: ApiState, now: float) -> list[Any]:
+    """The newest pending rows this request should embed itself; no DB trip while the indexer has caught up.
+
+    Only while this is the one reply being prepared: a companion has one user, so several context
+    requests at once are many chats on one file (bench/api.py's 20 paced clients), where embedding
+    other chats' turns put context p50 up 1.5-2x; there, as before, turns are found by their words
+    until the indexer reaches them.
+    """
+    indexer = api.ctx.services.get("vector_indexer")
+    limit = api.settings.memory.context_embed_pending
+    if (indexer is None or limit <= 0 or not indexer.may_have_pending()
+            or not api.ctx.controls.get("memory_hybrid", True) or gate_of(api.ctx.services).inflight > 1):
+        return []  # without an indexer, turns are embedded inline: nothing is pending
+    rows: list[Any] = await api.ctx.store.call(fresh_pending_rows, limit, now)
+    return rows
+
+
+async def _fresh_vectors(api: ApiState, base: Any, rows: list[Any]) -> tuple[list[int], Any] | None:
+    """Vectors for `rows`, computed here within FRESH_EMBED_MAX_S; None when there are none.
+
+    Rows another request is embedding right now are waited for, not embedded twice
+    (daemon.memory_component.FreshEmbeddings).
+    """
+    indexer = api.ctx.services.get("vector_indexer")
+    if not rows or indexer is None:
+        return None
+
+    async def embed(texts: list[str]) -> Any:
+        return await api.off_loop(base.embed_passages, texts)
+
+    try:
+        # Bounded: a stuck or starved model costs this reply at most FRESH_EMBED_MAX_S, and the
+        # turn is still found by its words; the indexer embeds it later.
+        got = await indexer.fresh.vectors_for(rows, embed, FRESH_EMBED_MAX_S)
+    except TimeoutError:
+        api.ctx.log.warning("api.context_fresh_timed_out", rows=len(rows), wait_s=FRESH_EMBED_MAX_S)
+        return None
+    if not got:
+        return None
+    ids = sorted(got)
+    return ids, np.stack([np.asarray(got[i], dtype=np.float32) for i in ids])
+
+
 async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
     now = api.now()
     base = api.embedder()
     query = body["query"]
     query_vec = None
     known: dict[str, Any] = {}
-    if api.ctx.controls.get("memory_search", True) and query.strip() and len(query) <= api.settings.memory.max_query_chars:
-        # The query and, for a multi-line one, each of its lines: one model call, off the DB thread.
+    fresh: tuple[list[int], Any] | None = None
+    if (api.ctx.controls.get("memory_search", True) and query.strip()
+            and len(query) <= api.settings.memory.max_query_chars):
+        # The query and, for a multi-line one, each of its lines: one model call, off the DB thread,
+        # while the DB thread looks for turns still waiting for their vectors.
         texts = list(dict.fromkeys([query.strip(), *query_lines(query.strip())]))
-        known = dict(zip(texts, await api.off_loop(base.embed_queries, texts), strict=True))
+        vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), _fresh_rows(api, now))
+        known = dict(zip(texts, vectors, strict=True))
         query_vec = known[query.strip()]
+        fresh = await _fresh_vectors(api, base, rows)
     embedder = PrecomputedEmbedder(base, queries=known)
     out = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
-                                   body.get("budget"), body.get("turn_id"), query_vec, now)
+                       body.get("budget"), body.get("turn_id"), query_vec, now, fresh)
     api.ctx.log.debug("api.context", injection_id=out["injection_id"], hits=len(out["hits"]),
-                      chars=len(out["context"]), mode=out["mode"])
+                      chars=len(out["context"]), mode=out["mode"], fresh_embedded=len(fresh[0]) if fresh else 0)
     return out
 
 

@@ -108,6 +108,25 @@ VALUES (:id, :ts, :turn_id, :query_hash, :block_hash, :block_chars, :memory_ids_
 -- name: mem_injections_for_turn
 SELECT id, block_text, memory_ids_json FROM context_injection WHERE turn_id = :turn_id ORDER BY ts DESC
 
+-- name: mem_injection_by_id
+-- One injection and whether (and by which turn) its block was already used; for a turn that names it.
+SELECT id, turn_id, memory_ids_json, used_turn_id, used_at FROM context_injection WHERE id = :id
+
+-- name: mem_newest_injection_for_turn
+-- The last block asked for this turn_id (a front end that retried /v1/context used the last answer).
+SELECT id, turn_id, memory_ids_json, used_turn_id, used_at FROM context_injection
+WHERE turn_id = :turn_id ORDER BY ts DESC, rowid DESC LIMIT 1
+
+-- name: mem_injections_used_by_turn
+-- Whether this turn already confirmed a block: a replay confirms nothing more.
+SELECT id FROM context_injection WHERE used_turn_id = :turn_id LIMIT 1
+
+-- name: mem_mark_injection_used
+-- Confirm one block as used by a turn, once: no row comes back when it was already confirmed.
+UPDATE context_injection SET used_turn_id = :turn_id, used_at = :now
+WHERE id = :id AND used_at IS NULL
+RETURNING memory_ids_json
+
 -- name: mem_recent_injections
 SELECT id, block_text, memory_ids_json FROM context_injection WHERE ts >= :since ORDER BY ts DESC LIMIT :limit
 
@@ -141,3 +160,13 @@ SELECT EXISTS (SELECT 1 FROM mem_embedding WHERE id = :id) AS has_vector,
 
 -- name: mem_delete_vec
 DELETE FROM mem_vec WHERE rowid = :id
+
+-- name: mem_fresh_pending_vectors
+-- The newest memories still without a vector, written since :since, among the top :scan ids (so the
+-- anti-join stays a few hundred rows at any history size): /v1/context embeds these itself (read-your-writes).
+-- The user's side of each turn first: the re-read brings her reply back with it.
+SELECT e.id, e.raw FROM mem_episodic e
+WHERE e.id > (SELECT coalesce(max(id), 0) FROM mem_episodic) - :scan
+  AND e.created_at >= :since
+  AND NOT EXISTS (SELECT 1 FROM mem_embedding v WHERE v.id = e.id)
+ORDER BY e.role IS 'companion', e.id DESC LIMIT :limit
