@@ -27,6 +27,7 @@ class DaemonContext:
     companion: dict[str, Any] | None = None
     started_at: float = 0.0
     last_beat_at: float = 0.0
+    last_beat_mono: float = 0.0  # clock.monotonic() at the last beat: health ages it, wall steps cannot
     loop_lag_ms: float = 0.0
     # Shared services that parts publish for each other (e.g. "embedder", "life", "worker").
     services: dict[str, Any] = field(default_factory=dict)

@@ -27,13 +27,22 @@ class Notifier:
         with contextlib.suppress(OSError):  # the supervisor went away; nothing useful to do
             self.sock.sendto("\n".join(lines).encode(), self.address)
 
-    def watchdog_interval_s(self) -> float | None:
-        """Half of WATCHDOG_USEC (systemd's advice), when the watchdog is on for this process."""
-        usec = os.environ.get("WATCHDOG_USEC")
+    def watchdog_usec(self) -> int | None:
+        """WATCHDOG_USEC, when systemd's watchdog is on for this process (WATCHDOG_PID is us or unset)."""
+        usec = os.environ.get("WATCHDOG_USEC", "").strip()
         pid = os.environ.get("WATCHDOG_PID")
         if not usec or (pid and pid != str(os.getpid())):
             return None
-        return int(usec) / 2_000_000
+        try:
+            value = int(usec)
+        except ValueError:
+            return None  # not ours to judge: systemd always writes digits
+        return value if value > 0 else None
+
+    def watchdog_interval_s(self) -> float | None:
+        """Half of WATCHDOG_USEC (systemd's advice), when the watchdog is on for this process."""
+        usec = self.watchdog_usec()
+        return None if usec is None else usec / 2_000_000
 
     def close(self) -> None:
         if self.sock is not None:

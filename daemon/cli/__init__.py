@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from daemon.cli.env import CliEnv
+from daemon.logs import fatal_line
 from engine.errors import AnimaError
 
 
@@ -42,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         env = CliEnv.from_args(args)
         return int(args.func(args, env) or 0)
     except AnimaError as exc:
-        print(f"anima: {exc}", file=sys.stderr)
+        print(fatal_line(str(exc)), file=sys.stderr)  # <3> under journald: seen by journalctl -p warning
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
