@@ -32,6 +32,10 @@ class DaemonContext:
     # Shared services that parts publish for each other (e.g. "embedder", "life", "worker").
     services: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not self.last_beat_mono:  # a new context counts as just beaten, like last_beat_at = now
+            self.last_beat_mono = self.clock.monotonic()
+
 
 class Component(Protocol):
     name: str
