@@ -36,7 +36,7 @@ from daemon.sdnotify import Notifier
 from engine.companion import create_companion
 from engine.errors import AnimaError, ConfigError
 from engine.settings import Settings
-from engine.store import connect, driver_name, migrate
+from engine.store import connect, driver_name, migrate, oplog
 from engine.store.core import controls as read_controls
 from engine.store.core import daemon_state, get_companion, log_event
 from engine.store.lock import DaemonLock
@@ -121,6 +121,7 @@ class Daemon:
         self._prev_mono = 0.0  # so the next beat can tell a wall-clock step from time passing
         self.beats = 0
         self.clock_steps = 0
+        self._event_cursor = 0
 
     async def run(self) -> int:
         self._refuse_if_watchdog_too_tight()  # a permanent mismatch: exit 2 before touching anything
@@ -143,6 +144,7 @@ class Daemon:
         ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
         ctx.services["heartbeat_stats"] = self.heartbeat_stats
         ctx.controls = await store.call(read_controls)
+        self._event_cursor = await store.call(oplog.last_event_id)  # log what happens from now, not history
         self.ctx = ctx
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.stopping.set)
@@ -255,12 +257,26 @@ class Daemon:
             self.log.debug("db.checkpoint", wal_frames=frames, copied=copied, busy=busy)
 
     async def _refresh_controls(self, ctx: DaemonContext, now: float) -> None:
-        fresh = await ctx.store.call(read_controls)
-        for key, value in fresh.items():
-            old = ctx.controls.get(key)
-            if old != value:
-                self.log.info("control.changed", key=key, old=old, new=value)
-        ctx.controls = fresh
+        ctx.controls = await ctx.store.call(read_controls)
+        await self._log_recorded_writes()
+
+    async def _log_recorded_writes(self) -> None:
+        """Log each write another process recorded in event_log since the last beat, once, by its one name.
+
+        Reading the events rather than diffing switch values is what catches a change and its undo
+        within one beat, and gives CLI writes (which have no log of their own) a line in ours. The
+        API logs its own writes as they happen (actor "api"), so they are skipped here.
+        """
+        assert self.ctx is not None
+        while True:
+            rows = await self.ctx.store.call(oplog.writes_after, self._event_cursor)
+            for row in rows:
+                self._event_cursor = row["id"]
+                if row["name"] is None or row["detail"].get("actor") == "api":
+                    continue
+                self.log.info(row["name"], event_id=row["id"], **row["detail"])
+            if len(rows) < 500:
+                return
 
     def status_line(self) -> str:
         ctx = self.ctx

@@ -11,6 +11,7 @@ from daemon.worker import run_job
 from engine import jobs
 from engine.consolidate.run import JOB_KIND
 from engine.errors import ConflictError, InputError
+from engine.store.oplog import record_write
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +39,8 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         embedder = make_embedder(env.settings.memory)
         try:
             report = run_job(conn, job, env.settings, embedder, now)
+            record_write(conn, env.clock.now(), "consolidate", actor="cli", job_id=job.id,  # counts: the daemon logs it
+                         added=report.get("added"), merged=report.get("merged"), superseded=report.get("superseded"))
         except Exception as exc:
             jobs.fail(conn, job, env.clock.now(), f"{type(exc).__name__}: {exc}", env.settings.jobs.backoff_s)
             raise

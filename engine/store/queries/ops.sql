@@ -1,0 +1,13 @@
+-- Operator-facing reads and writes: the tail of event_log the daemon logs, and resetting a switch.
+
+-- name: events_after
+-- Lifecycle events newer than a cursor, oldest first (the daemon logs CLI writes from here).
+SELECT id, ts, kind, detail_json FROM event_log WHERE id > :after ORDER BY id LIMIT :limit
+
+-- name: last_event_id
+-- The newest event's id (0 when the log is empty): where the daemon starts its tail.
+SELECT coalesce(max(id), 0) AS id FROM event_log
+
+-- name: delete_control
+-- Forget a stored switch value so the registry default applies again (the change itself is an event).
+DELETE FROM life_control WHERE key = :key
