@@ -11,3 +11,12 @@ SELECT coalesce(max(id), 0) AS id FROM event_log
 -- name: delete_control
 -- Forget a stored switch value so the registry default applies again (the change itself is an event).
 DELETE FROM life_control WHERE key = :key
+
+-- name: quick_check
+-- SQLite's page-level consistency check (fast: no index content comparison); 'ok' when sound.
+PRAGMA quick_check
+
+-- name: clock_events_since
+-- Wall-clock steps the daemon noticed (while running or at start) since a time, for `anima doctor`.
+SELECT ts, kind, detail_json FROM event_log WHERE kind IN ('clock_stepped', 'clock_backwards') AND id > :after_id
+ORDER BY id
