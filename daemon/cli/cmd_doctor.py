@@ -120,23 +120,35 @@ def check_database(db: Path, env: CliEnv, running: bool) -> list[Check]:
     except Exception as exc:
         return [_check("schema", "fail", f"cannot open {db}: {type(exc).__name__}: {exc}")]
     try:
-        out = []
-        have, want = db_schema_version(conn), code_schema_version()
-        if have > want:
-            out.append(_check("schema", "fail", f"database schema {have} is newer than this code's {want}: upgrade anima"))
-        elif have < want:
-            out.append(_check("schema", "warn", f"database schema {have}, code {want}: migrated at the next start"))
-        else:
-            out.append(_check("schema", "ok", f"version {have}"))
-        rows = [r[0] for r in conn.execute(q("quick_check"))]
-        out.append(_check("integrity", "ok", "quick_check ok") if rows == ["ok"] else
-                   _check("integrity", "fail", f"quick_check found {len(rows)} problem(s); restore a snapshot "
-                                               "(anima restore) and see README 'Backups'"))
-        out.append(_pending(conn, running))
-        out.append(_clock(conn, env))
-        return out
+        return _database_checks(conn, env, running)
+    except Exception as exc:  # a page the schema reads is damaged
+        return [_check("integrity", "fail", f"{db} cannot be read: {type(exc).__name__}: {exc}")]
     finally:
         conn.close()
+
+
+def _database_checks(conn: Any, env: CliEnv, running: bool) -> list[Check]:
+    out = []
+    have, want = db_schema_version(conn), code_schema_version()
+    if have > want:
+        out.append(_check("schema", "fail", f"database schema {have} is newer than this code's {want}: upgrade anima"))
+    elif have < want:
+        out.append(_check("schema", "warn", f"database schema {have}, code {want}: migrated at the next start"))
+    else:
+        out.append(_check("schema", "ok", f"version {have}"))
+    try:
+        rows = [r[0] for r in conn.execute(q("quick_check"))]
+    except Exception as exc:  # too damaged even to check (e.g. "database disk image is malformed")
+        rows = [f"{type(exc).__name__}: {exc}"]
+    out.append(_check("integrity", "ok", "quick_check ok") if rows == ["ok"] else
+               _check("integrity", "fail", f"quick_check found {len(rows)} problem(s); restore a snapshot "
+                                           "(anima restore) and see README 'Backups'"))
+    for name, step in (("vectors", lambda: _pending(conn, running)), ("clock", lambda: _clock(conn, env))):
+        try:
+            out.append(step())
+        except Exception as exc:  # a damaged file: say which check could not read it, keep the others
+            out.append(_check(name, "fail", f"cannot read: {type(exc).__name__}: {exc}"))
+    return out
 
 
 def _pending(conn: Any, running: bool) -> Check:
