@@ -176,19 +176,15 @@ class Daemon:
         """
         next_at = self._last_beat_mono + self.settings.heartbeat.interval_s
         while not self.stopping.is_set():
+            if self._rescheduled.is_set():  # SIGHUP changed interval_s: count it from the last beat
+                self._rescheduled.clear()
+                next_at = self._last_beat_mono + self.settings.heartbeat.interval_s
             wait = next_at - self.clock.monotonic()
             if wait > 0:
-                self._rescheduled.clear()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(wait):
                         await _first_of(self.stopping.wait(), self._rescheduled.wait())
-                if self.stopping.is_set():
-                    return
-                if self._rescheduled.is_set():
-                    next_at = self._last_beat_mono + self.settings.heartbeat.interval_s
-                    continue
-                if self.clock.monotonic() < next_at:
-                    continue
+                continue  # re-check stopping, a reschedule, and that the deadline has really come
             try:
                 await self.heartbeat()
             except Exception as exc:  # a failed beat (e.g. the DB write) must not end the loop

@@ -172,3 +172,23 @@ async def test_a_watchdog_shorter_than_two_beats_is_refused_before_anything_is_t
     task = await _started(daemon)
     daemon.stopping.set()
     assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_sighup_shortening_the_interval_takes_effect_without_waiting_out_the_old_one(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[heartbeat]\ninterval_s = 3600\n")
+    offset = tmp_path / "offset"
+    daemon = Daemon(_settings(3600), tmp_path / "her.db", OffsetFileClock(offset), config, components=[])
+    log = daemon.log = RecordingLog()
+    task = await _started(daemon)
+    try:
+        config.write_text("[heartbeat]\ninterval_s = 1\n[memory]\nembedding_threads = 2\n")
+        await daemon.reload()
+        await _wait(lambda: daemon.beats >= 1, timeout=10)  # not after the hour the old interval had left
+        reloaded = log.named("config.reloaded")[0]
+        assert reloaded["applied"] == ["heartbeat.interval_s"] and reloaded["heartbeat_s"] == 1
+        assert log.named("config.restart_needed") == [{"keys": ["memory.embedding_threads"]}]
+        assert daemon.settings.memory.embedding_threads == Settings().memory.embedding_threads
+    finally:
+        daemon.stopping.set()
+        assert await asyncio.wait_for(task, 10) == 0
