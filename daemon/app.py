@@ -144,7 +144,7 @@ class Daemon:
         ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
         ctx.services["heartbeat_stats"] = self.heartbeat_stats
         ctx.controls = await store.call(read_controls)
-        self._event_cursor = await store.call(oplog.last_event_id)  # log what happens from now, not history
+        self._event_cursor = await store.call(oplog.start_cursor)  # writes since the last clean stop, not history
         self.ctx = ctx
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.stopping.set)

@@ -217,3 +217,31 @@ def test_a_refused_priority_change_is_logged(monkeypatch: pytest.MonkeyPatch) ->
     finally:
         logs.configure_logging("kv", "info")
     assert "event=indexer.priority_unchanged" in buf.getvalue() and "level=warning" in buf.getvalue()
+
+
+async def test_writes_made_while_the_daemon_was_down_are_logged_once_at_its_next_start(
+        cli: Any, tmp_path: Path) -> None:
+    code, out, _ = cli("life", "add", "a secret afternoon", "--json")  # untold: its text must never be logged
+    assert code == 0
+    event_id = json.loads(out)["id"]
+    conn = connect(cli.db)
+    recorded = events(conn, "life_add")
+    conn.close()
+    assert [e["detail"] for e in recorded] == [{"actor": "cli", "life_event_id": event_id, "told": False}]
+
+    clock = FakeClock(time.time())
+    for run in range(2):  # the first start logs it; a clean stop and a second start do not repeat it
+        daemon = Daemon(Settings(heartbeat=HeartbeatSettings(interval_s=3600)), cli.db, clock, None, components=[])
+        log = daemon.log = RecordingLog()
+        task = asyncio.create_task(daemon.run())
+        async with asyncio.timeout(20):
+            while daemon.beat_task is None:
+                await asyncio.sleep(0.005)
+        clock.advance(15)
+        await daemon.heartbeat()
+        daemon.stopping.set()
+        await asyncio.wait_for(task, 10)
+        added = log.named("life.added")
+        assert added == ([{"event_id": recorded[0]["id"], "actor": "cli", "life_event_id": event_id, "told": False}]
+                         if run == 0 else [])
+        assert "secret" not in log.text()

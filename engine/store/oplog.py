@@ -48,6 +48,21 @@ def last_event_id(conn: Any) -> int:
     return int(conn.execute(q("last_event_id")).fetchone()["id"])
 
 
+def start_cursor(conn: Any) -> int:
+    """Where a starting daemon's log tail begins, called after this run's `start` event is written.
+
+    On the file's first start: at the beginning. After a clean stop: at that stop, so writes made while the daemon was down (an ingest, a switch)
+    are logged once now. After a crash: at the newest event, since the crashed run may already have
+    logged its last writes and a duplicate line is worse than none.
+    """
+    rows = conn.execute(q("last_lifecycle_events")).fetchall()
+    if len(rows) == 1:  # this is the file's first daemon: everything the CLI did before it is new
+        return 0
+    if len(rows) == 2 and rows[0]["kind"] == "start" and rows[1]["kind"] == "stop":
+        return int(rows[1]["id"])
+    return last_event_id(conn)
+
+
 def writes_after(conn: Any, after: int, limit: int = 500) -> list[dict[str, Any]]:
     """Events newer than `after` (all kinds, so the cursor advances); `name` is set for write kinds."""
     rows = conn.execute(q("events_after"), {"after": after, "limit": limit}).fetchall()

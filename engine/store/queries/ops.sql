@@ -20,3 +20,7 @@ PRAGMA quick_check
 -- Wall-clock steps the daemon noticed (while running or at start) since a time, for `anima doctor`.
 SELECT ts, kind, detail_json FROM event_log WHERE kind IN ('clock_stepped', 'clock_backwards') AND id > :after_id
 ORDER BY id
+
+-- name: last_lifecycle_events
+-- The newest start/stop events, newest first: where the previous run ended, for the daemon's log tail.
+SELECT id, kind FROM event_log WHERE kind IN ('start', 'stop') ORDER BY id DESC LIMIT 2
