@@ -288,7 +288,7 @@ class Daemon:
 
         Parts that build something from a setting at start (the socket, the embedding model, the
         database path) would silently keep the old value, so those keys are kept as they run and
-        logged as `config.restart_needed`; everything read per request or per beat is applied.
+        logged as `config.deferred`; everything read per request or per beat is applied.
         """
         try:
             fresh, _ = load_settings(str(self.config_file) if self.config_file else None)
@@ -307,7 +307,7 @@ class Daemon:
         self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
                       log_format=merged.log.format, log_level=merged.log.level)
         if needs_restart:
-            self.log.warning("config.restart_needed", keys=needs_restart)
+            self.log.warning("config.deferred", keys=needs_restart)
 
     def _refuse_if_watchdog_too_tight(self) -> None:
         """systemd kills us when no WATCHDOG=1 comes within WatchdogSec: two beats must fit in it."""

@@ -55,7 +55,7 @@ def _lower_priority() -> None:
         errors.append(type(exc).__name__)
     # Said once per indexer thread: replies then compete with vector work (e.g. a seccomp filter
     # that forbids both calls; the systemd units allow them).
-    get_logger().warning("indexer.priority_unchanged", errors=errors)
+    get_logger().warning("indexer.priority_refused", errors=errors)
 
 
 class VectorIndexer:

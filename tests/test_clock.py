@@ -187,7 +187,7 @@ async def test_sighup_shortening_the_interval_takes_effect_without_waiting_out_t
         await _wait(lambda: daemon.beats >= 1, timeout=10)  # not after the hour the old interval had left
         reloaded = log.named("config.reloaded")[0]
         assert reloaded["applied"] == ["heartbeat.interval_s"] and reloaded["heartbeat_s"] == 1
-        assert log.named("config.restart_needed") == [{"keys": ["memory.embedding_threads"]}]
+        assert log.named("config.deferred") == [{"keys": ["memory.embedding_threads"]}]
         assert daemon.settings.memory.embedding_threads == Settings().memory.embedding_threads
     finally:
         daemon.stopping.set()

@@ -216,7 +216,7 @@ def test_a_refused_priority_change_is_logged(monkeypatch: pytest.MonkeyPatch) ->
         memory_component._lower_priority()
     finally:
         logs.configure_logging("kv", "info")
-    assert "event=indexer.priority_unchanged" in buf.getvalue() and "level=warning" in buf.getvalue()
+    assert "event=indexer.priority_refused" in buf.getvalue() and "level=warning" in buf.getvalue()
 
 
 async def test_writes_made_while_the_daemon_was_down_are_logged_once_at_its_next_start(

@@ -114,7 +114,7 @@ def test_sighup_applies_the_log_format_and_names_what_needs_a_restart(tmp_path: 
     reloaded = json.loads(lines[start])
     assert "memory.k" in reloaded["applied"] and "log.format" in reloaded["applied"]
     after = [json.loads(ln) for ln in lines[start:] if ln.startswith("{")]
-    restart = next(e for e in after if e["event"] == "config.restart_needed")
+    restart = next(e for e in after if e["event"] == "config.deferred")
     assert restart["keys"] == ["api.socket_mode"] and restart["level"] == "warning"
     assert any(e["event"] == "heartbeat.done" for e in after)  # later lines, from bound loggers, are JSON
     assert not any(ln.startswith("event=") for ln in lines[start:])
