@@ -189,6 +189,9 @@ class Daemon:
                 await self.heartbeat()
             except Exception as exc:  # a failed beat (e.g. the DB write) must not end the loop
                 self.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
+                # The watchdog asks "is the loop alive", and it is: a restart cannot fix a full disk or
+                # a broken file, while a live daemon can answer /v1/health with why (its last beat ages).
+                self.notifier.notify("WATCHDOG=1", f"STATUS=beat failed: {type(exc).__name__}")
             interval = self.settings.heartbeat.interval_s
             next_at += interval
             mono = self.clock.monotonic()

@@ -192,3 +192,38 @@ async def test_sighup_shortening_the_interval_takes_effect_without_waiting_out_t
     finally:
         daemon.stopping.set()
         assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_a_failing_beat_keeps_the_loop_and_the_watchdog_but_health_ages(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    notify_path = tmp_path / "notify.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(notify_path))
+    listener.setblocking(False)
+    monkeypatch.setenv("NOTIFY_SOCKET", str(notify_path))
+    daemon = Daemon(_settings(0.05), tmp_path / "her.db", OffsetFileClock(tmp_path / "offset"), None, components=[])
+    log = daemon.log = RecordingLog()
+    task = await _started(daemon)
+    try:
+        await _wait(lambda: daemon.beats >= 1)
+        assert daemon.ctx is not None
+
+        async def broken(*_: Any) -> None:
+            raise OSError("database or disk is full")
+
+        daemon._checkpoint = broken  # type: ignore[method-assign]  # the beat's last DB step fails from now on
+        await _wait(lambda: len(log.named("heartbeat.failed")) >= 3)
+        messages = []
+        while True:
+            try:
+                messages.append(listener.recv(4096).decode())
+            except BlockingIOError:
+                break
+        assert any("STATUS=beat failed: OSError" in m and "WATCHDOG=1" in m for m in messages)
+        assert daemon.ctx.clock.monotonic() - daemon.ctx.last_beat_mono >= 0.1  # health sees the heart stall
+    finally:
+        daemon.stopping.set()
+        assert await asyncio.wait_for(task, 10) == 0
+        listener.close()
