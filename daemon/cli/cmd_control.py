@@ -11,7 +11,7 @@ from engine.store.oplog import reset_control
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("control", help="list, get or set runtime switches (life_control)")
+    parser = subparsers.add_parser("control", help="list, get, set or reset runtime switches (life_control)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     list_parser = actions.add_parser("list", help="every switch with its value, default and meaning")
     list_parser.add_argument("--json", action="store_true")
