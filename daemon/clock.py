@@ -35,12 +35,21 @@ class Clock(Protocol):
         ...
 
 
+# CLOCK_BOOTTIME (Linux) is monotonic AND counts time suspended: after a laptop or VM resumes, the
+# hours it slept are real time passed, not a wall-clock step. CLOCK_MONOTONIC stops during suspend.
+_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def _steady() -> float:
+    return time.clock_gettime(_BOOTTIME) if _BOOTTIME is not None else time.monotonic()
+
+
 class SystemClock:
     def now(self) -> float:
         return time.time()
 
     def monotonic(self) -> float:
-        return time.monotonic()
+        return _steady()
 
 
 class FakeClock:
@@ -80,7 +89,7 @@ class OffsetFileClock:
         return time.time() + self.offset()
 
     def monotonic(self) -> float:
-        return time.monotonic()  # the offset is a wall-clock step: the monotonic face never sees it
+        return _steady()  # the offset is a wall-clock step: the monotonic face never sees it
 
 
 def clock_from_env() -> Clock:
