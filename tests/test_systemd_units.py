@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import AnimaError, ConfigError
 from tests.conftest import REPO
 
 ANALYZE = shutil.which("systemd-analyze")
@@ -69,6 +70,7 @@ def _directives(unit: str) -> dict[str, list[str]]:
 def test_units_do_not_loop_on_config_errors_and_allow_what_the_daemon_uses(unit: str) -> None:
     d = _directives(unit)
     assert d["RestartPreventExitStatus"] == ["2"]  # exit 2 = config/usage: a restart cannot fix it
+    assert ConfigError.exit_code == 2 and AnimaError.exit_code == 1  # ...while a runtime failure is restarted
     assert all("OMP_NUM_THREADS" not in v for v in d.get("Environment", []))  # queries use all cores
     assert int(d["LimitNOFILE"][0]) >= 4096
     # @resources stays denied, but the indexer's own-thread priority calls are allowed back after it.
