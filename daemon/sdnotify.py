@@ -19,12 +19,15 @@ class Notifier:
         self.address = address or None
         self.sock: socket.socket | None = None
         if self.address:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            # Non-blocking: a datagram to a supervisor whose queue is full (net.unix.max_dgram_qlen,
+            # 10 by default) would otherwise block the event loop, and with it every beat and request.
+            # A dropped ping is harmless; the next beat sends another.
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
 
     def notify(self, *lines: str) -> None:
         if self.sock is None or self.address is None:
             return
-        with contextlib.suppress(OSError):  # the supervisor went away; nothing useful to do
+        with contextlib.suppress(OSError):  # the supervisor went away or is not reading; nothing useful to do
             self.sock.sendto("\n".join(lines).encode(), self.address)
 
     def watchdog_usec(self) -> int | None:

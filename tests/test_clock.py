@@ -227,3 +227,25 @@ async def test_a_failing_beat_keeps_the_loop_and_the_watchdog_but_health_ages(
         daemon.stopping.set()
         assert await asyncio.wait_for(task, 10) == 0
         listener.close()
+
+
+def test_a_supervisor_that_does_not_read_never_blocks_the_notifier(tmp_path: Path) -> None:
+    """systemd reads at once, a test's listener may not: the 11th unread datagram used to block the loop."""
+    import socket
+    import threading
+
+    from daemon.sdnotify import Notifier
+
+    path = tmp_path / "notify.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(path))
+    notifier = Notifier(str(path))
+    sender = threading.Thread(target=lambda: [notifier.notify("WATCHDOG=1") for _ in range(100)], daemon=True)
+    sender.start()
+    sender.join(10)
+    try:
+        assert not sender.is_alive()
+        assert listener.recv(64) == b"WATCHDOG=1"  # what fitted in the queue was delivered
+    finally:
+        notifier.close()
+        listener.close()
