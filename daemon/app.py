@@ -4,12 +4,20 @@ Start order: take the exclusive lock, migrate, make sure she exists (a demo comp
 start), write one `gap` event for the downtime since the last beat, start the parts listed in
 daemon/components.py, then tell systemd READY=1. Every heartbeat records liveness and loop lag,
 re-reads life_control, steps each part and pets the watchdog. SIGTERM drains and exits 0;
-SIGHUP reloads config.toml.
+SIGHUP reloads config.toml (what can change live is applied, the rest is named as needing a restart).
+
+The heartbeat runs on the monotonic clock, not apscheduler: apscheduler's interval trigger keeps its
+next run time in wall-clock datetimes, so a wall clock stepped back 120 s postponed the next beat by
+120 s and a step back of a day stopped it for a day, and with it the systemd watchdog pings. A plain
+loop that sleeps until a monotonic deadline cannot be moved by the wall clock; a step is only
+something each beat notices (wall and monotonic moved by different amounts) and logs as
+`clock.stepped`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import os
 import signal
@@ -17,20 +25,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
 from daemon.checkpoint import WalCheckpointer, hand_over_checkpoints
-from daemon.clock import Clock
+from daemon.clock import Clock, wall_step
 from daemon.component import Component, DaemonContext
 from daemon.components import COMPONENTS
-from daemon.config import load_settings
+from daemon.config import live_reload, load_settings
 from daemon.db import AsyncStore
 from daemon.logs import configure_logging, get_logger
 from daemon.sdnotify import Notifier
 from engine.companion import create_companion
-from engine.errors import AnimaError, StorageFullError
+from engine.errors import AnimaError, ConfigError, StorageFullError
 from engine.settings import Settings
-from engine.store import connect, driver_name, migrate, transaction
+from engine.store import connect, driver_name, migrate, oplog, transaction
 from engine.store.connect import quick_check, store_fault
 from engine.store.core import controls as read_controls
 from engine.store.core import daemon_state, get_companion, log_event
@@ -93,14 +99,21 @@ def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[st
             previous = daemon_state(conn)
             last_beat = previous["last_beat_at"] if previous else None
             clean_stop = bool(previous and previous["stopped_at"] is not None)
+            backwards_s = max(0.0, last_beat - now) if last_beat is not None else 0.0
             if last_beat is not None:
                 gap_s = max(0.0, now - last_beat)
+                if backwards_s > 0:  # the wall clock was set back while we were down: say so, not "0 s gap"
+                    log_event(conn, now, "clock_backwards", seconds=round(backwards_s, 3), at="start")
                 log_event(conn, now, "gap", since=last_beat, until=now, seconds=round(gap_s, 3),
-                          clean_stop=clean_stop)
+                          clean_stop=clean_stop, backwards_s=round(backwards_s, 3))
             conn.execute(q("daemon_started"), {"pid": os.getpid(), "now": now, "wall": time.time()})
             log_event(conn, now, "start", pid=os.getpid(), schema=db_schema_version(conn), driver=driver_name())
         if last_beat is not None:  # logged once it is on file
-            log.info("daemon.gap", seconds=round(max(0.0, now - last_beat), 3), clean_stop=clean_stop)
+            if backwards_s > 0:
+                log.warning("clock.backwards", seconds=round(backwards_s, 3), at="start")
+            # A crash (no clean stop) is something an operator should see at -p warning.
+            (log.info if clean_stop else log.warning)("daemon.gap", seconds=round(max(0.0, now - last_beat), 3),
+                                                      clean_stop=clean_stop)
         return {"last_beat_at": last_beat, "companion": companion, "schema": db_schema_version(conn)}
     finally:
         conn.close()
@@ -128,13 +141,20 @@ class Daemon:
         self.lock = DaemonLock(db_path)
         self.stopping = asyncio.Event()
         self.parts: list[Component] = []
-        self.scheduler: AsyncIOScheduler | None = None
+        self.beat_task: asyncio.Task[None] | None = None
         self.ctx: DaemonContext | None = None
         self._beat_lock = asyncio.Lock()
+        self._rescheduled = asyncio.Event()
         self.checkpointer: WalCheckpointer | None = None
-        self._last_beat_mono = 0.0
+        self._last_beat_mono = 0.0  # when the previous beat ran (monotonic), for loop lag
+        self._prev_wall = 0.0  # the wall and monotonic readings of the previous beat, read together,
+        self._prev_mono = 0.0  # so the next beat can tell a wall-clock step from time passing
+        self.beats = 0
+        self.clock_steps = 0
+        self._event_cursor = 0
 
     async def run(self) -> int:
+        self._refuse_if_watchdog_too_tight()  # a permanent mismatch: exit 2 before touching anything
         self.lock.acquire()  # before migrating: a second daemon must not touch the file at all
         try:
             return await self._run_locked()
@@ -143,7 +163,7 @@ class Daemon:
             self.notifier.close()
 
     async def _run_locked(self) -> int:
-        now = self.clock.now()
+        now, mono = self.clock.now(), self.clock.monotonic()
         recovered = prepare_database(self.db_path, self.settings, now, self.log)
         store = await AsyncStore(self.db_path).open()
         await store.call(hand_over_checkpoints)
@@ -151,8 +171,11 @@ class Daemon:
         self.checkpointer.start(self.log)
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, companion=recovered["companion"], started_at=now, last_beat_at=now)
+        ctx.last_beat_mono = mono
         ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
+        ctx.services["heartbeat_stats"] = self.heartbeat_stats
         ctx.controls = await store.call(read_controls)
+        self._event_cursor = await store.call(oplog.start_cursor)  # writes since the last clean stop, not history
         self.ctx = ctx
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.stopping.set)
@@ -163,12 +186,9 @@ class Daemon:
             for part in self.parts:
                 await part.start(ctx)
                 self.log.info("component.started", component=part.name)
-            self._last_beat_mono = time.monotonic()
-            self.scheduler = AsyncIOScheduler()
-            self.scheduler.add_job(self.heartbeat, "interval", seconds=self.settings.heartbeat.interval_s,
-                                   id="heartbeat", coalesce=True, max_instances=1, misfire_grace_time=None)
-            self.scheduler.start()
-            self._warn_if_watchdog_too_tight()
+            self._prev_wall, self._prev_mono = now, mono
+            self._last_beat_mono = self.clock.monotonic()
+            self.beat_task = asyncio.create_task(self._beat_loop(), name="heartbeat")
             self.notifier.notify("READY=1", f"STATUS={self.status_line()}")
             self.log.info("daemon.ready", pid=os.getpid(), db=str(self.db_path), schema=recovered["schema"],
                           driver=driver_name(), heartbeat_s=self.settings.heartbeat.interval_s,
@@ -178,22 +198,65 @@ class Daemon:
             await self.shutdown()
         return 0
 
+    async def _beat_loop(self) -> None:
+        """Beat every interval_s of monotonic time until stopped; late beats coalesce into one.
+
+        The deadline is a monotonic reading and the wait is the event loop's own timer (monotonic
+        too), so no wall-clock step can postpone or stop a beat. SIGHUP changing interval_s wakes
+        the wait so the new interval counts from the last beat.
+        """
+        next_at = self._last_beat_mono + self.settings.heartbeat.interval_s
+        while not self.stopping.is_set():
+            if self._rescheduled.is_set():  # SIGHUP changed interval_s: count it from the last beat
+                self._rescheduled.clear()
+                next_at = self._last_beat_mono + self.settings.heartbeat.interval_s
+            wait = next_at - self.clock.monotonic()
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await _first_of(self.stopping.wait(), self._rescheduled.wait())
+                continue  # re-check stopping, a reschedule, and that the deadline has really come
+            try:
+                await self.heartbeat()
+            except Exception as exc:  # a failed beat (e.g. the DB write) must not end the loop
+                self.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
+                # The watchdog asks "is the loop alive", and it is: a restart cannot fix a full disk or
+                # a broken file, while a live daemon can answer /v1/health with why (its last beat ages).
+                self.notifier.notify("WATCHDOG=1", f"STATUS=beat failed: {type(exc).__name__}")
+            interval = self.settings.heartbeat.interval_s
+            next_at += interval
+            mono = self.clock.monotonic()
+            if next_at <= mono:  # we fell behind (a long beat, a suspended VM): one beat now, not a burst
+                next_at = mono + interval
+
+    def heartbeat_stats(self) -> dict[str, Any]:
+        """For /v1/health and `anima doctor`: beats so far and wall-clock steps seen (monotonic-based)."""
+        return {"beats": self.beats, "clock_steps": self.clock_steps}
+
     async def heartbeat(self) -> None:
-        """One beat: liveness, loop lag, switches, each part's step, watchdog."""
+        """One beat: liveness, loop lag, clock steps, switches, each part's step, watchdog."""
         assert self.ctx is not None
         if self.stopping.is_set():
             return
         async with self._beat_lock:
             ctx = self.ctx
-            mono = time.monotonic()
+            mono = self.clock.monotonic()
+            now = self.clock.now()
             lag_ms = max(0.0, (mono - self._last_beat_mono - self.settings.heartbeat.interval_s) * 1000)
             self._last_beat_mono = mono
-            now = self.clock.now()
-            dt = now - ctx.last_beat_at
-            if dt < 0:
-                self.log.warning("clock.backwards", seconds=round(-dt, 3))
-                await ctx.store.call(log_event, now, "clock_backwards", seconds=-dt)
-                dt = 0.0
+            elapsed = max(0.0, mono - self._prev_mono)
+            step = wall_step(self._prev_wall, self._prev_mono, now, mono)
+            if step is not None:
+                # Her time follows the wall clock (it is what is stored and shown), but this beat's
+                # step covers only the time that really passed: a day's jump is not a day lived.
+                self.clock_steps += 1
+                self.log.warning("clock.stepped", step_s=round(step, 3), elapsed_s=round(elapsed, 3))
+                await ctx.store.call(log_event, now, "clock_stepped", step_s=round(step, 3),
+                                     elapsed_s=round(elapsed, 3))
+                dt = elapsed
+            else:
+                dt = max(0.0, now - ctx.last_beat_at)
+            self._prev_wall, self._prev_mono = now, mono
             if lag_ms > self.settings.heartbeat.lag_warn_ms:
                 self.log.warning("heartbeat.lag", lag_ms=round(lag_ms, 1))
             await self._refresh_controls(ctx, now)
@@ -210,6 +273,8 @@ class Daemon:
             except StorageFullError:  # her heart (and the watchdog) go on while the disk is full
                 self.log.warning("db.beat_unrecorded", reason="storage_full")
             await self._checkpoint()
+            ctx.last_beat_mono = self.clock.monotonic()
+            self.beats += 1
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
             self.log.debug("heartbeat.done", dt_s=round(dt, 3), lag_ms=round(lag_ms, 1))
 
@@ -225,12 +290,26 @@ class Daemon:
             self.log.debug("db.checkpoint", wal_frames=frames, copied=copied, busy=busy)
 
     async def _refresh_controls(self, ctx: DaemonContext, now: float) -> None:
-        fresh = await ctx.store.call(read_controls)
-        for key, value in fresh.items():
-            old = ctx.controls.get(key)
-            if old != value:
-                self.log.info("control.changed", key=key, old=old, new=value)
-        ctx.controls = fresh
+        ctx.controls = await ctx.store.call(read_controls)
+        await self._log_recorded_writes()
+
+    async def _log_recorded_writes(self) -> None:
+        """Log each write another process recorded in event_log since the last beat, once, by its one name.
+
+        Reading the events rather than diffing switch values is what catches a change and its undo
+        within one beat, and gives CLI writes (which have no log of their own) a line in ours. The
+        API logs its own writes as they happen (actor "api"), so they are skipped here.
+        """
+        assert self.ctx is not None
+        while True:
+            rows = await self.ctx.store.call(oplog.writes_after, self._event_cursor)
+            for row in rows:
+                self._event_cursor = row["id"]
+                if row["name"] is None or row["detail"].get("actor") == "api":
+                    continue
+                self.log.info(row["name"], event_id=row["id"], **row["detail"])
+            if len(rows) < 500:
+                return
 
     def status_line(self) -> str:
         ctx = self.ctx
@@ -242,31 +321,51 @@ class Daemon:
         return f"{name}: beat ok, lag {ctx.loop_lag_ms:.0f} ms{extra}"
 
     async def reload(self) -> None:
-        """SIGHUP: re-read config.toml; apply what can change live (log format/level, heartbeat interval)."""
+        """SIGHUP: re-read config.toml; apply what can change live, name what needs a restart.
+
+        Parts that build something from a setting at start (the socket, the embedding model, the
+        database path) would silently keep the old value, so those keys are kept as they run and
+        logged as `config.deferred`; everything read per request or per beat is applied.
+        """
         try:
-            settings, _ = load_settings(str(self.config_file) if self.config_file else None)
+            fresh, _ = load_settings(str(self.config_file) if self.config_file else None)
         except AnimaError as exc:
             self.log.error("config.reload_failed", error=str(exc))
             return
-        configure_logging(settings.log.format, settings.log.level)
-        if self.scheduler and settings.heartbeat.interval_s != self.settings.heartbeat.interval_s:
-            self.scheduler.reschedule_job("heartbeat", trigger="interval", seconds=settings.heartbeat.interval_s)
-        self.settings = settings
+        merged, applied, needs_restart = live_reload(self.settings, fresh)
+        if merged.log != self.settings.log:
+            configure_logging(merged.log.format, merged.log.level)
+        interval_changed = merged.heartbeat.interval_s != self.settings.heartbeat.interval_s
+        self.settings = merged
         if self.ctx:
-            self.ctx.settings = settings
-        self.log.info("config.reloaded", heartbeat_s=settings.heartbeat.interval_s, log_format=settings.log.format)
+            self.ctx.settings = merged
+        if interval_changed:
+            self._rescheduled.set()
+        self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
+                      log_format=merged.log.format, log_level=merged.log.level)
+        if needs_restart:
+            self.log.warning("config.deferred", keys=needs_restart)
 
-    def _warn_if_watchdog_too_tight(self) -> None:
-        half = self.notifier.watchdog_interval_s()
-        if half is not None and self.settings.heartbeat.interval_s > half:
-            self.log.warning("watchdog.too_tight", heartbeat_s=self.settings.heartbeat.interval_s,
-                             watchdog_half_s=half)
+    def _refuse_if_watchdog_too_tight(self) -> None:
+        """systemd kills us when no WATCHDOG=1 comes within WatchdogSec: two beats must fit in it."""
+        usec = self.notifier.watchdog_usec()
+        if usec is None:
+            return
+        watchdog_s = usec / 1_000_000
+        interval = self.settings.heartbeat.interval_s
+        if 2 * interval > watchdog_s:
+            raise ConfigError(
+                f"[heartbeat] interval_s = {interval:g} is too long for the systemd watchdog of {watchdog_s:g} s "
+                f"(WatchdogSec); it must be at most {watchdog_s / 2:g} s: lower interval_s or raise WatchdogSec"
+            )
 
     async def shutdown(self) -> None:
         self.notifier.notify("STOPPING=1", "STATUS=stopping")
         self.log.info("daemon.stopping")
-        if self.scheduler is not None:
-            self.scheduler.shutdown(wait=False)
+        self.stopping.set()
+        if self.beat_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(self.beat_task), DRAIN_TIMEOUT_S)
         ctx = self.ctx
         try:
             async with asyncio.timeout(DRAIN_TIMEOUT_S):
@@ -293,6 +392,16 @@ class Daemon:
                 self.log.warning("daemon.stop_unrecorded", error=type(exc).__name__)
             await ctx.store.close()
         self.log.info("daemon.stopped")
+
+
+async def _first_of(*waits: Any) -> None:
+    """Return when the first of `waits` (coroutines) is done; cancel the rest."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 def _record_beat(conn: Any, now: float, wall: float, lag_ms: float) -> None:

@@ -27,9 +27,14 @@ class DaemonContext:
     companion: dict[str, Any] | None = None
     started_at: float = 0.0
     last_beat_at: float = 0.0
+    last_beat_mono: float = 0.0  # clock.monotonic() at the last beat: health ages it, wall steps cannot
     loop_lag_ms: float = 0.0
     # Shared services that parts publish for each other (e.g. "embedder", "life", "worker").
     services: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.last_beat_mono:  # a new context counts as just beaten, like last_beat_at = now
+            self.last_beat_mono = self.clock.monotonic()
 
 
 class Component(Protocol):

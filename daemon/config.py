@@ -1,9 +1,16 @@
-"""Find and load config.toml: --config, else $ANIMA_CONFIG, else ./config.toml, else embedded defaults."""
+"""Find and load config.toml: --config, else $ANIMA_CONFIG, else ./config.toml, else embedded defaults.
+
+Also what a SIGHUP may change live (`live_reload`) and where each effective setting came from
+(`setting_sources`, for `anima config show`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from engine.errors import ConfigError
 from engine.settings import Settings, parse_settings
@@ -31,3 +38,62 @@ def load_settings(explicit: str | None = None) -> tuple[Settings, Path | None]:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: config file is not UTF-8 text") from None
     return parse_settings(text, str(path)), path
+
+
+# Settings a part turns into something at start (a bound socket, a loaded model, an open file, a
+# thread pool, a created companion): a SIGHUP cannot change them under a running part, so a reload
+# keeps the running value and names the key. Everything else is read per request or per beat.
+RESTART_NEEDED: frozenset[str] = frozenset({
+    "database.*", "companion.*", "api.*",
+    "memory.embedding_provider", "memory.embedding_model", "memory.embedding_url", "memory.embedding_api_key_env",
+    "memory.embedding_dim", "memory.embedding_threads", "memory.query_embedding_threads", "memory.ram_index_from",
+})
+
+
+def needs_restart(key: str) -> bool:
+    """Whether `section.key` only takes effect at the next start."""
+    return key in RESTART_NEEDED or f"{key.partition('.')[0]}.*" in RESTART_NEEDED
+
+
+def flat_settings(settings: Settings) -> dict[str, Any]:
+    """Every setting as 'section.key' -> value, in declaration order."""
+    out: dict[str, Any] = {}
+    for section in dataclasses.fields(settings):
+        values = getattr(settings, section.name)
+        for f in dataclasses.fields(values):
+            out[f"{section.name}.{f.name}"] = getattr(values, f.name)
+    return out
+
+
+def live_reload(running: Settings, fresh: Settings) -> tuple[Settings, list[str], list[str]]:
+    """What a SIGHUP does with freshly read settings: (settings to run with, keys applied, keys needing a restart).
+
+    Applied keys take their new value; restart-needed keys keep the running value, so what the
+    daemon reports is what it does.
+    """
+    old, new = flat_settings(running), flat_settings(fresh)
+    changed = [key for key in new if new[key] != old[key]]
+    applied = [key for key in changed if not needs_restart(key)]
+    restart = [key for key in changed if needs_restart(key)]
+    sections: dict[str, Any] = {}
+    for section in dataclasses.fields(running):
+        name = section.name
+        updates = {k.partition(".")[2]: new[k] for k in applied if k.startswith(name + ".")}
+        current = getattr(running, name)
+        sections[name] = dataclasses.replace(current, **updates) if updates else current
+    return Settings(**sections), applied, restart
+
+
+def setting_sources(explicit: str | None = None) -> list[dict[str, Any]]:
+    """`anima config show`: each effective setting, its value, and where it came from (file or default)."""
+    settings, path = load_settings(explicit)
+    in_file: set[str] = set()
+    if path is not None:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))  # already validated by load_settings
+        in_file = {f"{section}.{key}" for section, table in raw.items() for key in table}
+    origin = str(path) if path is not None else None
+    rows = []
+    for key, value in flat_settings(settings).items():
+        source = origin if key in in_file else "default"
+        rows.append({"key": key, "value": value, "source": source, "restart_needed": needs_restart(key)})
+    return rows

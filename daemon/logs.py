@@ -1,8 +1,13 @@
 """Structured logs: one event per line, stable dotted event names, key=value or JSON, journald priorities.
 
 When systemd runs us, stderr goes to the journal (`JOURNAL_STREAM` is set); each line then starts
-with the sd-daemon `<N>` priority prefix so `journalctl -p warning -u anima` filters by level.
+with the sd-daemon `<N>` priority prefix so `journalctl -p warning -u anima` filters by level. The
+one-line `anima: ...` a fatal error prints goes through `fatal_line` for the same reason.
 Chat and life text never enter a log line: callers pass ids, lengths and counts.
+
+Reconfiguring (SIGHUP) must reach loggers that were bound long before: structlog hands each bound
+logger the processor list object itself, so we keep ONE list and change its contents in place, and
+the level is a processor reading the current threshold rather than a wrapper class fixed at bind.
 """
 
 from __future__ import annotations
@@ -16,17 +21,33 @@ import structlog
 
 _PRIORITY = {"debug": 7, "info": 6, "warning": 4, "error": 3, "critical": 2, "exception": 3}
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+_METHOD_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+                  "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL}
+
+_PROCESSORS: list[Any] = []  # shared by every bound logger; replaced in place on reconfigure
+_threshold = logging.INFO
+
+
+def under_journald() -> bool:
+    return bool(os.environ.get("JOURNAL_STREAM"))
 
 
 def _journal_prefix(_logger: Any, method: str, rendered: str) -> str:
     return f"<{_PRIORITY.get(method, 6)}>{rendered}"
 
 
+def _filter_level(_logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+    if _METHOD_LEVELS.get(method, logging.INFO) < _threshold:
+        raise structlog.DropEvent
+    return event
+
+
 def configure_logging(fmt: str = "kv", level: str = "info", stream: TextIO | None = None) -> None:
-    """Set up structlog for the whole process; safe to call again on SIGHUP reload."""
-    under_journald = bool(os.environ.get("JOURNAL_STREAM"))
-    processors: list[Any] = [structlog.processors.add_log_level]
-    if not under_journald:
+    """Set up structlog for the whole process; calling it again (SIGHUP) changes already-bound loggers too."""
+    global _threshold
+    journald = under_journald()
+    processors: list[Any] = [_filter_level, structlog.processors.add_log_level]
+    if not journald:
         # journald stamps every line itself; elsewhere we add an ISO timestamp.
         processors.append(structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"))
     processors.append(structlog.processors.format_exc_info)
@@ -38,11 +59,13 @@ def configure_logging(fmt: str = "kv", level: str = "info", stream: TextIO | Non
                 key_order=["event", "level"], drop_missing=True, bool_as_flag=False
             )
         )
-    if under_journald:
+    if journald:
         processors.append(_journal_prefix)
+    _threshold = _LEVELS.get(level, logging.INFO)
+    _PROCESSORS[:] = processors
     structlog.configure(
-        processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
+        processors=_PROCESSORS,
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),  # _filter_level decides
         logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
@@ -50,3 +73,9 @@ def configure_logging(fmt: str = "kv", level: str = "info", stream: TextIO | Non
 
 def get_logger(**bound: Any) -> Any:
     return structlog.get_logger().bind(**bound)
+
+
+def fatal_line(message: str, priority: int = 3) -> str:
+    """The one line a fatal error prints on stderr: `anima: ...`, with `<3>` (err) under journald."""
+    line = f"anima: {message}"
+    return f"<{priority}>{line}" if under_journald() else line

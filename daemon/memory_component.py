@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from daemon.component import DaemonContext
+from daemon.logs import get_logger
 from daemon.priority import gate_of
 from engine.memory import vector_index
 from engine.memory.embed import make_embedder
@@ -46,11 +47,20 @@ def _lower_priority() -> None:
     nice +10; elsewhere vectors compete fairly.
     """
     tid = threading.get_native_id()
-    with contextlib.suppress(AttributeError, OSError):
+    errors = []
+    try:
         os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
         return
-    with contextlib.suppress(AttributeError, OSError):
+    except (AttributeError, OSError) as exc:
+        errors.append(type(exc).__name__)
+    try:
         os.setpriority(os.PRIO_PROCESS, tid, INDEXER_NICE)
+        return
+    except (AttributeError, OSError) as exc:
+        errors.append(type(exc).__name__)
+    # Said once per indexer thread: replies then compete with vector work (e.g. a seccomp filter
+    # that forbids both calls; the systemd units allow them).
+    get_logger().warning("indexer.priority_refused", errors=errors)
 
 
 class FreshEmbeddings:

@@ -19,26 +19,33 @@ class Notifier:
         self.address = address or None
         self.sock: socket.socket | None = None
         if self.address:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
-            # Non-blocking: a receiver that stops reading (a full queue of 10 datagrams) must cost a lost
-            # message, never a heartbeat stuck in sendto() with the whole event loop behind it.
-            self.sock.setblocking(False)
+            # Non-blocking: a datagram to a supervisor whose queue is full (net.unix.max_dgram_qlen,
+            # 10 by default) would otherwise block the event loop, and with it every beat and request.
+            # A dropped ping is harmless; the next beat sends another.
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
 
     def notify(self, *lines: str) -> None:
         if self.sock is None or self.address is None:
             return
-        # MSG_DONTWAIT: a supervisor that stops reading (a full queue) must never block the loop, or
-        # the heartbeat and SIGTERM's drain stall with it (BlockingIOError is an OSError: dropped).
-        with contextlib.suppress(OSError):  # the supervisor went away; nothing useful to do
-            self.sock.sendto("\n".join(lines).encode(), socket.MSG_DONTWAIT, self.address)
+        with contextlib.suppress(OSError):  # the supervisor went away or is not reading; nothing useful to do
+            self.sock.sendto("\n".join(lines).encode(), self.address)
 
-    def watchdog_interval_s(self) -> float | None:
-        """Half of WATCHDOG_USEC (systemd's advice), when the watchdog is on for this process."""
-        usec = os.environ.get("WATCHDOG_USEC")
+    def watchdog_usec(self) -> int | None:
+        """WATCHDOG_USEC, when systemd's watchdog is on for this process (WATCHDOG_PID is us or unset)."""
+        usec = os.environ.get("WATCHDOG_USEC", "").strip()
         pid = os.environ.get("WATCHDOG_PID")
         if not usec or (pid and pid != str(os.getpid())):
             return None
-        return int(usec) / 2_000_000
+        try:
+            value = int(usec)
+        except ValueError:
+            return None  # not ours to judge: systemd always writes digits
+        return value if value > 0 else None
+
+    def watchdog_interval_s(self) -> float | None:
+        """Half of WATCHDOG_USEC (systemd's advice), when the watchdog is on for this process."""
+        usec = self.watchdog_usec()
+        return None if usec is None else usec / 2_000_000
 
     def close(self) -> None:
         if self.sock is not None:

@@ -7,6 +7,7 @@ the API speaks plain HTTP, and the token is only a second lock on a port nobody 
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import shutil
@@ -66,6 +67,14 @@ def bind_unix(path: Path, mode: str, group: str) -> socket.socket:
             except PermissionError:
                 raise ConfigError(f"[api] socket_group {group!r}: this user may not give the socket to that group; "
                                   "add the daemon's user to it or leave socket_group empty") from None
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                # EINVAL: the group exists but is not mapped into our user namespace (systemd's
+                # PrivateUsers=yes maps only root, the service user and nobody).
+                raise ConfigError(f"[api] socket_group {group!r} is not mapped into this process's user namespace "
+                                  "(systemd PrivateUsers=yes); set PrivateUsers=no in a drop-in "
+                                  "(see systemd/examples/socket-group.conf) or leave socket_group empty") from None
     except BaseException:
         sock.close()
         path.unlink(missing_ok=True)

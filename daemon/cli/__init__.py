@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from daemon.cli.env import CliEnv
+from daemon.logs import fatal_line
 from engine.errors import AnimaError
 from engine.store.connect import driver_error
 
@@ -58,8 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line(exc: AnimaError) -> int:
-    message = " ".join(str(exc).split())
-    print(f"anima: {message}", file=sys.stderr)
+    # One line, with <3> (err) under journald so that `journalctl -p warning` shows it.
+    print(fatal_line(" ".join(str(exc).split())), file=sys.stderr)
     return exc.exit_code
 
 

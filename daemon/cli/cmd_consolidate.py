@@ -14,6 +14,7 @@ from engine import jobs
 from engine.consolidate.run import JOB_KIND
 from engine.errors import ConflictError, InputError
 from engine.store.lock import is_locked
+from engine.store.oplog import record_write
 
 NO_BACKOFF = (0.0,)
 
@@ -71,6 +72,8 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         embedder = make_embedder(env.settings.memory)
         try:
             report = run_job(conn, job, env.settings, embedder, now)
+            record_write(conn, env.clock.now(), "consolidate", actor="cli", job_id=job.id,  # counts: the daemon logs it
+                         added=report.get("added"), merged=report.get("merged"), superseded=report.get("superseded"))
         except Exception as exc:
             jobs.fail(conn, job, env.clock.now(), f"{type(exc).__name__}: {exc}", env.settings.jobs.backoff_s)
             raise

@@ -1,4 +1,4 @@
-"""`anima control list|get KEY|set KEY VALUE`: the runtime switches in life_control."""
+"""`anima control list|get KEY|set KEY VALUE|reset KEY`: the runtime switches in life_control."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import argparse
 from daemon.cli.env import CliEnv
 from engine import control
 from engine.store.core import controls, set_control, stored_controls
+from engine.store.oplog import reset_control
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("control", help="list, get or set runtime switches (life_control)")
+    parser = subparsers.add_parser("control", help="list, get, set or reset runtime switches (life_control)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     list_parser = actions.add_parser("list", help="every switch with its value, default and meaning")
     list_parser.add_argument("--json", action="store_true")
@@ -21,11 +22,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     set_parser.add_argument("key")
     set_parser.add_argument("value")
     set_parser.add_argument("--json", action="store_true")
+    reset_parser = actions.add_parser("reset", help="forget a switch's stored value: its default applies again")
+    reset_parser.add_argument("key")
+    reset_parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
-    if args.action in ("get", "set"):
+    if args.action in ("get", "set", "reset"):
         control.spec_of(args.key)  # unknown key: exit 2 before touching the database
     value = control.parse_value(args.key, args.value) if args.action == "set" else None
     conn = env.open_db()
@@ -46,7 +50,10 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
             current = controls(conn)[args.key]
             env.print_json({"key": args.key, "value": current}) if args.json else print(_show(current))
         else:
-            old, new = set_control(conn, args.key, value, env.clock.now(), actor="cli")
+            if args.action == "reset":
+                old, new = reset_control(conn, args.key, env.clock.now(), actor="cli")
+            else:
+                old, new = set_control(conn, args.key, value, env.clock.now(), actor="cli")
             if args.json:
                 env.print_json({"key": args.key, "old": old, "new": new})
             else:

@@ -7,6 +7,7 @@ import argparse
 from daemon.cli.env import CliEnv
 from engine.memory.embed import make_embedder
 from engine.memory.importer import import_history, progress_bar
+from engine.store.oplog import record_write
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +26,10 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     summary = import_history(conn, embedder, args.file, env.clock.now(),
                              max_text_chars=env.settings.memory.max_text_chars, progress=progress_bar(),
                              embed=not args.defer_embedding)
+    # Counts only: the daemon logs it as history.ingested (the CLI has no log of its own).
+    record_write(conn, env.clock.now(), "ingest", actor="cli", turns=summary["turns"], messages=summary["messages"],
+                 new_memories=summary["new_memories"], vectors_pending=summary["vectors_pending"])
+    conn.close()
     if args.json:
         env.print_json(summary)
     else:

@@ -16,6 +16,7 @@ from engine import activity as act
 from engine.errors import InputError
 from engine.store import life as life_store
 from engine.store import transaction
+from engine.store.oplog import record_write
 from engine.times import parse_instant
 
 
@@ -107,10 +108,12 @@ def handle_add(args: argparse.Namespace, env: CliEnv) -> int:
                 event_id = life_store.add_life_event(conn, args.text, ts, told=True, origin="backstory",
                                                      kind="backstory")
                 index_life_event(conn, embedder, event_id, now)
+                record_write(conn, now, "life_add", actor="cli", life_event_id=event_id, told=True)
         else:
             with transaction(conn):
                 event_id = life_store.add_life_event(conn, args.text, ts, told=False, origin="backstory",
                                                      kind="backstory")
+                record_write(conn, now, "life_add", actor="cli", life_event_id=event_id, told=False)  # id, never text
     finally:
         conn.close()
     if args.json:

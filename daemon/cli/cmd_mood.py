@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("mood", help="plot mood and energy over time (PNG with matplotlib, else sparkline)")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG (needs the plot extra: pip install 'anima[plot]')")
     parser.add_argument("--days", type=float, default=1.0, help="how many days back (default 1)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the trace points and activity spans as JSON (numbers and kinds only)")
     parser.set_defaults(func=handle)
 
 
@@ -31,6 +33,19 @@ def sparkline(values: list[float], lo: float, hi: float, width: int = 72) -> str
     picked = [sum(values[i:i + step]) / len(values[i:i + step]) for i in range(0, len(values), step)]
     span = (hi - lo) or 1.0
     return "".join(SPARKS[min(len(SPARKS) - 1, max(0, int((v - lo) / span * len(SPARKS))))] for v in picked)
+
+
+def mood_json(points: list[dict[str, Any]], acts: list[dict[str, Any]], since: float, until: float) -> dict[str, Any]:
+    """`anima mood --json`: V/A/D and energy per trace point, and activity spans (kind and times, no detail)."""
+    keys = ("ts", "v", "a", "d", "e")
+    return {
+        "since": since,
+        "until": until,
+        "points": [{k: p[k] for k in keys} for p in points],
+        "latest": {k: points[-1][k] for k in keys} if points else None,
+        "activities": [{"kind": a["kind"], "started_at": a["started_at"],
+                        "ended_at": a["ended_at"], "expected_end": a["expected_end"]} for a in acts],
+    }
 
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
@@ -44,6 +59,9 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         acts = life_store.activities(conn, since, now + 1)
     finally:
         conn.close()
+    if args.json:
+        env.print_json(mood_json(points, acts, since, now))
+        return 0
     if not points:
         print("no mood trace yet (the daemon writes one point per [life] trace_interval_s)")
         return 0

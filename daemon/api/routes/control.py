@@ -39,7 +39,8 @@ async def put_control(request: web.Request, api: ApiState, body: dict[str, Any])
     value = control.check_value(spec.name, body["value"])  # 400 before any write
     old, new = await api.db(request, set_control, spec.name, value, api.now(), "api")
     api.ctx.controls[spec.name] = new  # effective for the API at once; the heartbeat re-reads for the rest
-    api.ctx.log.info("control.set", key=spec.name, old=old, new=new, actor="api")
+    # The same event name as a CLI change (the daemon logs those from event_log on its next beat).
+    api.ctx.log.info("control.changed", key=spec.name, old=old, new=new, actor="api")
     return {"key": spec.name, "old": old, "value": new}
 
 

@@ -64,7 +64,8 @@ async def get_health(request: web.Request, api: ApiState, body: None) -> dict[st
         db_error = f"the database does not answer ({type(exc).__name__})"
     db_ok = db_error is None
     last = ctx.last_beat_at or None
-    age = None if last is None else round(max(0.0, now - last), 3)
+    # Age on the monotonic clock: a wall clock set back a day must not make a stopped heart look fresh.
+    age = None if last is None else round(max(0.0, ctx.clock.monotonic() - ctx.last_beat_mono), 3)
     # Alive: the loop answers (we are here), the database answers, and the heartbeat is not stuck.
     beating = age is None or api.settings.heartbeat.is_fresh(age)
     out: dict[str, Any] = {

@@ -1,0 +1,251 @@
+"""`anima doctor`: check what an operator would check by hand, one line each, and exit 1 when something is wrong.
+
+Config, the database files' owner and mode, the socket, the lock, the schema, integrity (quick_check),
+installed systemd units against the heartbeat, pending vectors, and the clock. It only reads: the
+database is opened read-only and nothing is migrated, so it is safe next to a running daemon.
+Statuses: ok, warn (worth a look, not broken), fail (exit 1), skip (does not apply here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from daemon.api.listen import socket_path
+from daemon.cli.env import CliEnv
+from engine.store import code_schema_version, connect, db_schema_version
+from engine.store.core import daemon_state, events
+from engine.store.lock import is_locked
+from engine.store.queries import q
+
+UNIT_DIRS = (Path("/etc/systemd/system"), Path("/usr/lib/systemd/system"), Path("/lib/systemd/system"))
+Check = dict[str, str]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("doctor", help="check config, files, socket, lock, schema, integrity, units, clock")
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    parser.set_defaults(func=handle)
+
+
+def _check(name: str, status: str, detail: str) -> Check:
+    return {"check": name, "status": status, "detail": detail}
+
+
+def check_config(env: CliEnv) -> Check:
+    source = str(env.config_file) if env.config_file else "embedded defaults (no config file)"
+    return _check("config", "ok", f"loaded {source}; database {env.db_path}")
+
+
+def check_files(db: Path) -> list[Check]:
+    """Each of the DB, -wal and -shm: exists, readable and writable by us, not readable by others."""
+    out = []
+    if not db.exists():
+        return [_check("files", "fail", f"{db} does not exist; create it with: anima init (or anima run)")]
+    for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        if not path.exists():
+            continue
+        st = path.lstat()
+        mode = stat.S_IMODE(st.st_mode)
+        problems = []
+        if not os.access(path, os.R_OK | os.W_OK):
+            problems.append(f"not readable and writable by uid {os.getuid()} (owner uid {st.st_uid})")
+        if mode & 0o007:
+            problems.append(f"mode {mode:04o} lets every user read her (want 0600 or 0640)")
+        if st.st_uid != os.getuid() and os.getuid() != 0 and not problems:
+            problems.append(f"owned by uid {st.st_uid}, not {os.getuid()}")
+        if path == db and stat.S_ISLNK(st.st_mode):
+            problems.append("is a symbolic link")
+        status = "fail" if any("not readable" in p for p in problems) else ("warn" if problems else "ok")
+        out.append(_check(f"file {path.name}", status, "; ".join(problems) or f"mode {mode:04o}, owner uid {st.st_uid}"))
+    return out
+
+
+def check_lock(db: Path) -> tuple[Check, bool]:
+    locked = is_locked(db)
+    detail = "held: a daemon (or a restore) has the file" if locked else "free: no daemon runs on this file"
+    return _check("lock", "ok", detail), locked
+
+
+def check_socket(env: CliEnv, running: bool) -> Check:
+    path = socket_path(env.settings.api, env.db_path, os.environ)
+    if not path.exists():
+        status = "fail" if running else "skip"
+        return _check("socket", status, f"{path} does not exist" + (" although the daemon holds the lock" if running else ""))
+    st = path.lstat()
+    if not stat.S_ISSOCK(st.st_mode):
+        return _check("socket", "fail", f"{path} is not a socket")
+    mode = stat.S_IMODE(st.st_mode)
+    answer = _health(path)
+    if answer is None:
+        status = "fail" if running else "warn"
+        return _check("socket", status, f"{path} (mode {mode:04o}) does not answer GET /v1/health"
+                      + ("" if running else " (stale socket of a stopped daemon)"))
+    alive = answer.get("alive")
+    return _check("socket", "ok" if alive else "fail",
+                  f"{path} mode {mode:04o} answers: alive={alive}, last beat {answer.get('last_beat_age_s')} s ago")
+
+
+def _health(path: Path, timeout: float = 3.0) -> dict[str, Any] | None:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(str(path))
+            s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: anima\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+    except OSError:
+        return None
+    head, _, body = data.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200"):
+        return None
+    try:
+        return dict(json.loads(body))
+    except ValueError:
+        return None
+
+
+def check_database(db: Path, env: CliEnv, running: bool) -> list[Check]:
+    try:
+        conn = connect(db, readonly=True)
+    except Exception as exc:
+        return [_check("schema", "fail", f"cannot open {db}: {type(exc).__name__}: {exc}")]
+    try:
+        return _database_checks(conn, env, running)
+    except Exception as exc:  # a page the schema reads is damaged
+        return [_check("integrity", "fail", f"{db} cannot be read: {type(exc).__name__}: {exc}")]
+    finally:
+        conn.close()
+
+
+def _database_checks(conn: Any, env: CliEnv, running: bool) -> list[Check]:
+    out = []
+    have, want = db_schema_version(conn), code_schema_version()
+    if have > want:
+        out.append(_check("schema", "fail", f"database schema {have} is newer than this code's {want}: upgrade anima"))
+    elif have < want:
+        out.append(_check("schema", "warn", f"database schema {have}, code {want}: migrated at the next start"))
+    else:
+        out.append(_check("schema", "ok", f"version {have}"))
+    try:
+        rows = [r[0] for r in conn.execute(q("quick_check"))]
+    except Exception as exc:  # too damaged even to check (e.g. "database disk image is malformed")
+        rows = [f"{type(exc).__name__}: {exc}"]
+    out.append(_check("integrity", "ok", "quick_check ok") if rows == ["ok"] else
+               _check("integrity", "fail", f"quick_check found {len(rows)} problem(s); restore a snapshot "
+                                           "(anima restore) and see README 'Backups'"))
+    for name, step in (("vectors", lambda: _pending(conn, running)), ("clock", lambda: _clock(conn, env))):
+        try:
+            out.append(step())
+        except Exception as exc:  # a damaged file: say which check could not read it, keep the others
+            out.append(_check(name, "fail", f"cannot read: {type(exc).__name__}: {exc}"))
+    return out
+
+
+def _pending(conn: Any, running: bool) -> Check:
+    from engine.memory.indexer import count_pending
+
+    try:
+        n = count_pending(conn)
+    except Exception as exc:  # a schema without the memory tables yet
+        return _check("vectors", "skip", f"not counted ({type(exc).__name__})")
+    if n == 0:
+        return _check("vectors", "ok", "every memory has its vector")
+    if running:
+        return _check("vectors", "ok", f"{n} memories wait for a vector; the running daemon indexes them")
+    return _check("vectors", "warn", f"{n} memories wait for a vector; start the daemon or run: anima reembed --pending")
+
+
+def _clock(conn: Any, env: CliEnv) -> Check:
+    """The wall clock against the last recorded beat, and the steps the daemon saw since its last start."""
+    state = daemon_state(conn) or {}
+    starts = events(conn, "start")
+    after = starts[-1]["id"] if starts else 0
+    steps = [dict(r) for r in conn.execute(q("clock_events_since"), {"after_id": after})]
+    last_wall = state.get("last_beat_wall")
+    wall = time.time()
+    notes = []
+    status = "ok"
+    if last_wall is not None and last_wall > wall + 5:
+        status = "warn"
+        notes.append(f"the last beat is {last_wall - wall:.0f} s in the future: the wall clock was set back")
+    if steps:
+        status = "warn"
+        sizes = [json.loads(s["detail_json"]).get("step_s", -json.loads(s["detail_json"]).get("seconds", 0))
+                 for s in steps]
+        notes.append(f"{len(steps)} wall-clock step(s) since the last start (s: {', '.join(f'{x:+.0f}' for x in sizes)})")
+    return _check("clock", status, "; ".join(notes) or "the wall clock agrees with her last beat")
+
+
+def check_units(env: CliEnv, unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> list[Check]:
+    units = [p for d in unit_dirs if d.is_dir() for p in sorted(d.glob("anima*.service"))]
+    if not units:
+        return [_check("units", "skip", "no anima systemd unit installed")]
+    out = []
+    interval = env.settings.heartbeat.interval_s
+    for unit in units:
+        text = unit.read_text(errors="replace")
+        problems = []
+        watchdog = _seconds(_directive(text, "WatchdogSec"))
+        if watchdog is not None and watchdog > 0 and 2 * interval > watchdog:
+            problems.append(f"WatchdogSec={watchdog:g}s is shorter than two heartbeats ({interval:g} s): it will refuse to start")
+        if "2" not in (_directive(text, "RestartPreventExitStatus") or "").split():
+            problems.append("no RestartPreventExitStatus=2: a config error restarts every RestartSec forever")
+        if "OMP_NUM_THREADS=1" in text:
+            problems.append("Environment=OMP_NUM_THREADS=1 pins query embedding to one core")
+        out.append(_check(f"unit {unit.name}", "warn" if problems else "ok", "; ".join(problems) or str(unit)))
+    return out
+
+
+def _directive(text: str, key: str) -> str | None:
+    found = None
+    for line in text.splitlines():
+        m = re.match(rf"\s*{key}\s*=\s*(.*)$", line)
+        if m:
+            found = m.group(1).strip()
+    return found
+
+
+def _seconds(value: str | None) -> float | None:
+    """A systemd time span as seconds ("60", "60s", "2min", "1min 30s"); None when unset or unknown."""
+    if not value:
+        return None
+    units = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "ms": 0.001, "us": 1e-6}
+    total = 0.0
+    for number, unit in re.findall(r"([0-9.]+)\s*([a-z]*)", value):
+        if unit not in units:
+            return None
+        total += float(number) * units[unit]
+    return total
+
+
+def run_checks(env: CliEnv) -> list[Check]:
+    checks = [check_config(env), *check_files(env.db_path)]
+    lock, running = check_lock(env.db_path)
+    checks.append(lock)
+    checks.append(check_socket(env, running))
+    if env.db_path.exists():
+        checks.extend(check_database(env.db_path, env, running))
+    checks.extend(check_units(env))
+    return checks
+
+
+def handle(args: argparse.Namespace, env: CliEnv, runner: Callable[[CliEnv], list[Check]] = run_checks) -> int:
+    checks = runner(env)
+    failed = [c for c in checks if c["status"] == "fail"]
+    if args.json:
+        env.print_json({"ok": not failed, "checks": checks})
+    else:
+        for c in checks:
+            print(f"{c['status']:<4}  {c['check']:<18} {c['detail']}")
+        print("all checks passed" if not failed else f"{len(failed)} check(s) failed")
+    return 1 if failed else 0
