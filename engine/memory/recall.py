@@ -23,7 +23,7 @@ from engine.store.connect import database_file
 from engine.store.queries import q
 
 FAR_FUTURE = 1e13
-WINDOW_CAP = 2000  # memories of one time window scored at most (a month of heavy chat)
+WINDOW_CAP = 500  # memories of one time window scored at most, the latest first (a week of heavy chat)
 COMMON_TERM_MIN_ROWS = 5000
 COMMON_TERM_FRACTION = 0.02
 MAX_QUERY_LINES = 8

@@ -2,4 +2,4 @@
 -- Chat memories whose message time falls in [start, end): the time lane of a question that names a time ("三月份").
 SELECT e.id FROM chat_message m JOIN mem_episodic e ON e.message_id = m.id
 WHERE m.ts >= :start AND m.ts < :end
-ORDER BY m.ts LIMIT :cap
+ORDER BY m.ts DESC LIMIT :cap
