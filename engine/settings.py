@@ -96,7 +96,6 @@ class MemorySettings:
     decay_floor: float = 0.8
     vector_floor: float = 0.7
     update_boost_present: float = 0.3
-    update_similarity: float = 0.92
     update_session_gap_s: float = 1800.0
     keyword_idf_floor: float = 4.0
     lexicon_terms: int = 0

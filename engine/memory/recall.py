@@ -168,7 +168,7 @@ def small_talk(embedder: Embedder | None, lanes: Lanes, rows: Sequence[Any], mar
 
 def same_state_topic_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidate],
                           settings: MemorySettings) -> Callable[[Candidate, Candidate], bool]:
-    """ranking.same_state_topic over these hits: lineage families from their passage vectors, their cosines."""
+    """ranking.same_state_topic over these hits, with lineage families from their passage vectors."""
     vecs = candidate_vectors(conn, [c.memory_id for c in hits])
     with_vec = [c for c in hits if c.memory_id in vecs]
     families: dict[int, frozenset[str]] = {c.memory_id: frozenset() for c in hits}
@@ -179,10 +179,8 @@ def same_state_topic_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidat
             families[c.memory_id] = frozenset(f for f in [m.family, *(x.family for x in m.also)] if f != "none")
 
     def same(a: Candidate, b: Candidate) -> bool:
-        va, vb = vecs.get(a.memory_id), vecs.get(b.memory_id)
-        cosine = float(va @ vb) if va is not None and vb is not None else None
-        return ranking.same_state_topic(a.ts, b.ts, families[a.memory_id], families[b.memory_id], cosine,
-                                        settings.update_similarity, settings.update_session_gap_s)
+        return ranking.same_state_topic(a.ts, b.ts, families[a.memory_id], families[b.memory_id],
+                                        settings.update_session_gap_s)
 
     return same
 
@@ -393,8 +391,11 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         unique = ranking.prefer_newer(unique, settings.update_boost_present,
                                       same_state_topic_rule(conn, embedder, unique, settings))
     if params.use_mmr:
-        unique = ranking.collapse_duplicates(unique, lambda c: duplicate_key(c.text))
-        unique = ranking.mmr(unique, params.mmr_lambda, lambda c: jaccard_tokens(c.text), limit=k)
+        unique = ranking.demote_duplicates(unique, lambda c: duplicate_key(c.text))
+        keys = [duplicate_key(c.text) for c in unique]
+        distinct = len(dict.fromkeys(keys))  # the first `distinct` are first occurrences, the repeats follow
+        unique = ranking.mmr(unique[:distinct], params.mmr_lambda, lambda c: jaccard_tokens(c.text),
+                             limit=k) + unique[distinct:]
     if window is not None:
         unique = ranking.window_first(unique, window.start, window.end)
     chosen = unique[:k]
