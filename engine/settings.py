@@ -91,7 +91,7 @@ class MemorySettings:
     text_weight: float = 0.025
     decay_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
-    min_score: float = 0.35
+    min_score: float = 0.0
     context_budget_chars: int = 600
     decay_floor: float = 0.8
     vector_floor: float = 0.7
@@ -99,7 +99,7 @@ class MemorySettings:
     update_session_gap_s: float = 1800.0
     keyword_idf_floor: float = 4.0
     lexicon_terms: int = 0
-    relevance_margin: float = 0.02
+    relevance_margin: float = 0.03
     ram_index_from: int = 5000
     embedding_threads: int = 1
     query_embedding_threads: int = 0

@@ -152,18 +152,27 @@ def lexicon_expanded(weights: dict[str, float], limit: int) -> dict[str, float]:
     return out
 
 
-def small_talk(embedder: Embedder | None, lanes: Lanes, rows: Sequence[Any], margin: float) -> bool:
-    """ranking.is_small_talk for the query, or for a multi-line query for every one of its lines.
+def above_background(embedder: Embedder | None, lanes: Lanes, rows: list[Any], margin: float) -> list[Any]:
+    """The relevance floor (ranking.is_small_talk): the rows nearer to the query than generic chat, less `margin`.
 
-    A dialogue is small talk only when each of its turns is: the turn that carries the topic is
-    often not the last one ("我上周去看牙了" ... "嗯" ... "好累").
+    A one-line query keeps the rows that beat its nearest background line ("嗯" is no answer to
+    "蓝色封面的诗集"); none left means small talk. A multi-line query (the last turns of a dialogue) is
+    small talk only when each of its lines is: the turn that carries the topic is often not the last
+    one, so its rows are not filtered one by one. A row without a vector yet (the indexer has not
+    reached it) cannot be judged and stays.
     """
     assert embedder is not None and lanes.query_vec is not None
+    judged = [r for r in rows if r["id"] in lanes.cosines]
+    if not judged:
+        return rows
     if lanes.line_vecs is None or lanes.line_best is None:
-        best = max(lanes.cosines.get(r["id"], -1.0) for r in rows)
-        return ranking.is_small_talk(best, background_cosine(embedder, lanes.query_vec), margin)
-    return all(ranking.is_small_talk(float(best), background_cosine(embedder, vec), margin)
-               for best, vec in zip(lanes.line_best, lanes.line_vecs, strict=True))
+        level = background_cosine(embedder, lanes.query_vec)
+        return [r for r in rows if r["id"] not in lanes.cosines
+                or not ranking.is_small_talk(lanes.cosines[r["id"]], level, margin)]
+    if all(ranking.is_small_talk(float(best), background_cosine(embedder, vec), margin)
+           for best, vec in zip(lanes.line_best, lanes.line_vecs, strict=True)):
+        return [r for r in rows if r["id"] not in lanes.cosines]
+    return rows
 
 
 def same_state_topic_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidate],
@@ -354,14 +363,16 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     if window is not None and hybrid:
         add_window_lane(conn, lanes, window, n)
     ids = set(lanes.cosines) | lanes.keyword_ids
-    rows = conn.execute(q("mem_gated_rows"), {"ids": json.dumps(sorted(ids)), "as_of": limit_ts}).fetchall()
+    rows = list(conn.execute(q("mem_gated_rows"), {"ids": json.dumps(sorted(ids)), "as_of": limit_ts}).fetchall())
     by_id = {r["id"]: r for r in rows}
     mode = "hybrid" if hybrid else "keyword"
-    if hybrid and params.use_small_talk and rows and small_talk(embedder, lanes, rows, settings.relevance_margin):
+    if hybrid and params.use_small_talk and rows:
+        rows = above_background(embedder, lanes, rows, settings.relevance_margin)
+        if not rows:
             # Nothing she remembers is nearer to this than generic chat: an empty context is the answer.
             return RecallResult(query=text, mode=mode + "+small_talk")
     weights = query_term_weights(text, settings.keyword_idf_floor)
-    if params.use_lexicon:
+    if params.use_lexicon and settings.lexicon_terms > 0:
         weights = lexicon_expanded(weights, settings.lexicon_terms)
     cands = [
         Candidate(
