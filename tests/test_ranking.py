@@ -104,11 +104,11 @@ def test_mmr_never_returns_fewer_than_it_was_given(rows, lam, k):
     assert sorted(c.memory_id for c in out) == list(range(len(rows)))
 
 
-def test_only_the_same_statement_is_demoted_and_nothing_is_deleted():
-    items = [ranking.replace(cand(1, text="好的"), score=0.9), ranking.replace(cand(2, text="好的"), score=0.5),
-             ranking.replace(cand(3, text="好的呀"), score=0.4)]
+def test_only_the_same_statement_is_demoted_one_place_and_nothing_is_deleted():
+    items = [cand(1, text="好的"), cand(2, text="好的"), cand(3, text="好的呀"), cand(4, text="行")]
     out = ranking.demote_duplicates(items, lambda c: c.text)
-    assert [c.memory_id for c in out] == [1, 3, 2]
+    assert [c.memory_id for c in out] == [1, 3, 2, 4]
+    assert [c.memory_id for c in ranking.demote_duplicates(items[:2], lambda c: c.text)] == [1, 2]
 
 
 def test_mmr_lambda_one_is_relevance_order():

@@ -180,21 +180,27 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def demote_duplicates(ranked: Sequence[Candidate], key: Callable[[Candidate], str]) -> list[Candidate]:
-    """Candidates with the key of a better one (tokens.duplicate_key: the same statement) go behind all others.
+    """A candidate with the key of a better one (tokens.duplicate_key: the same statement) yields one place.
 
-    Two turns that say the same thing add nothing the first one does not, so the second comes after
-    every hit that adds something; it is not deleted (recall still returns k hits while k
-    candidates pass). Two sentences that merely share a template ("…的时间是…", "…的持续时间是两天")
-    are different facts, have different keys, and keep their places.
+    Two turns that say the same thing add less than the next hit that says something else, so the
+    repeat moves behind that next distinct hit; it is not deleted (recall still returns k hits while
+    k candidates pass) and not sent to the end (it is still evidence of what was said, twice). Two
+    sentences that merely share a template ("…的时间是…", "…的持续时间是两天") have different keys and
+    keep their places.
     """
     seen: set[str] = set()
-    first: list[Candidate] = []
-    repeats: list[Candidate] = []
-    for c in sorted(ranked, key=lambda c: (-c.score, -c.ts, c.memory_id)):
+    out: list[Candidate] = []
+    waiting: list[Candidate] = []
+    for c in ranked:  # in the order given (after MMR): only repeats move
         k = key(c)
-        (repeats if k in seen else first).append(c)
+        if k in seen:
+            waiting.append(c)
+            continue
         seen.add(k)
-    return first + repeats
+        out.append(c)
+        out.extend(waiting)
+        waiting = []
+    return out + waiting
 
 
 def mmr(ranked: Sequence[Candidate], lam: float, tokens: Callable[[Candidate], frozenset[str]],

@@ -402,11 +402,8 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         unique = ranking.prefer_newer(unique, settings.update_boost_present,
                                       same_state_topic_rule(conn, embedder, unique, settings))
     if params.use_mmr:
+        unique = ranking.mmr(unique, params.mmr_lambda, lambda c: jaccard_tokens(c.text), limit=k)
         unique = ranking.demote_duplicates(unique, lambda c: duplicate_key(c.text))
-        keys = [duplicate_key(c.text) for c in unique]
-        distinct = len(dict.fromkeys(keys))  # the first `distinct` are first occurrences, the repeats follow
-        unique = ranking.mmr(unique[:distinct], params.mmr_lambda, lambda c: jaccard_tokens(c.text),
-                             limit=k) + unique[distinct:]
     if window is not None:
         unique = ranking.window_first(unique, window.start, window.end)
     chosen = unique[:k]
