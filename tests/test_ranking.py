@@ -160,3 +160,11 @@ def test_recall_strengthens_more_after_a_longer_gap(strength, gap):
     s2 = ranking.strength_after_recall(strength, gap + 30)
     assert s1 > strength or s1 == 10.0
     assert s2 >= s1 - 1e-12
+
+
+def test_the_same_normalised_text_is_kept_once():
+    from engine.memory.tokens import same_text_key
+
+    items = [cand(1, text="我现在住哪？"), cand(2, text="我现在住哪"), cand(3, text="我现在住哪个区")]
+    out = ranking.collapse_same_text(items, lambda c: same_text_key(c.text))
+    assert [c.memory_id for c in out] == [1, 3]

@@ -179,6 +179,22 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
+def collapse_same_text(ranked: Sequence[Candidate], key: Callable[[Candidate], str]) -> list[Candidate]:
+    """Keep the first of candidates with the same key (tokens.same_text_key: the same normalised text).
+
+    The one deletion recall makes: a turn that says exactly what an earlier one said ("我现在住哪？"
+    asked twenty times) adds nothing to a context block but length.
+    """
+    seen: set[str] = set()
+    out = []
+    for c in ranked:
+        k = key(c)
+        if k not in seen:
+            seen.add(k)
+            out.append(c)
+    return out
+
+
 def demote_duplicates(ranked: Sequence[Candidate], key: Callable[[Candidate], str]) -> list[Candidate]:
     """A candidate with the key of a better one (tokens.duplicate_key: the same statement) yields one place.
 

@@ -17,7 +17,14 @@ from engine.memory.background import background_cosine
 from engine.memory.context import build_block
 from engine.memory.embed import Embedder, refuse_other_model, vec_blob
 from engine.memory.ranking import Candidate, RankParams
-from engine.memory.tokens import doc_terms, duplicate_key, fts_query, jaccard_tokens, query_term_weights
+from engine.memory.tokens import (
+    doc_terms,
+    duplicate_key,
+    fts_query,
+    jaccard_tokens,
+    query_term_weights,
+    same_text_key,
+)
 from engine.settings import LifeSettings, MemorySettings
 from engine.store.connect import database_file
 from engine.store.queries import q
@@ -403,6 +410,7 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
                                       same_state_topic_rule(conn, embedder, unique, settings))
     if params.use_mmr:
         unique = ranking.mmr(unique, params.mmr_lambda, lambda c: jaccard_tokens(c.text), limit=k)
+        unique = ranking.collapse_same_text(unique, lambda c: same_text_key(c.text))
         unique = ranking.demote_duplicates(unique, lambda c: duplicate_key(c.text))
     if window is not None:
         unique = ranking.window_first(unique, window.start, window.end)

@@ -171,6 +171,11 @@ def _is_grammar_bigram(token: str) -> bool:
     return len(token) == 2 and token[0] in _BIGRAM_STOP_CHARS and token[1] in _BIGRAM_STOP_CHARS
 
 
+def same_text_key(text: str) -> str:
+    """The normalised text: NFKC, lower case, letters, digits and CJK only (punctuation and spaces dropped)."""
+    return "".join(ch for ch in normalize(text) if ch.isalnum())
+
+
 def duplicate_key(text: str) -> str:
     """What makes two memories the same statement: their content characters and ASCII words, in any order.
 
