@@ -379,13 +379,17 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
             # Nothing she remembers is nearer to this than generic chat: an empty context is the answer.
             return RecallResult(query=text, mode=mode + "+small_talk")
     weights = query_term_weights(text, settings.keyword_idf_floor)
+    # The tokens ingest stored are doc_terms' set (words + bigrams): reading them costs 0.7 ms for 48
+    # candidates, segmenting the texts again 5.5 ms.
+    stored = {row["id"]: frozenset(row["tokens"].split()) for row in
+              conn.execute(q("mem_fts_tokens_of"), {"ids": json.dumps([r["id"] for r in rows])})}
     if params.use_lexicon and settings.lexicon_terms > 0:
         weights = lexicon_expanded(weights, settings.lexicon_terms)
     cands = [
         Candidate(
             memory_id=r["id"], vector_score=vector_score(lanes.cosines.get(r["id"], 0.0), settings.vector_floor)
             if hybrid else 0.0,
-            text_score=ranking.keyword_coverage(weights, doc_terms(r["raw"])), ts=r["ts"],
+            text_score=ranking.keyword_coverage(weights, stored.get(r["id"]) or doc_terms(r["raw"])), ts=r["ts"],
             importance=r["importance"], strength=r["accessibility"],
             last_recalled_at=r["last_recalled_at"], text=r["raw"], topic=r["turn_id"] or f"life{r['id']}",
         )

@@ -176,6 +176,7 @@ def same_text_key(text: str) -> str:
     return "".join(ch for ch in normalize(text) if ch.isalnum())
 
 
+@lru_cache(maxsize=65536)
 def duplicate_key(text: str) -> str:
     """What makes two memories the same statement: their content characters and ASCII words, in any order.
 
@@ -184,7 +185,7 @@ def duplicate_key(text: str) -> str:
     and "年会的持续时间是两天" share a template but not their content, and stay two.
     """
     text = normalize(text)
-    chars = {c for c in text if is_cjk(c) and c not in _BIGRAM_STOP_CHARS}
+    chars = set(_CJK_CHAR.findall(text)) - _BIGRAM_STOP_CHARS
     words = set(_ASCII_WORD.findall(text)) - STOPWORDS
     return "".join(sorted(chars)) + "|" + " ".join(sorted(words))
 
