@@ -30,7 +30,7 @@ from engine.store.connect import database_file
 from engine.store.queries import q
 
 FAR_FUTURE = 1e13
-WINDOW_CAP = 500  # memories of one time window scored at most, the latest first (a week of heavy chat)
+WINDOW_CAP = 200  # memories of one time window scored at most, the latest first (~1 ms of vector reads at 100k)
 COMMON_TERM_MIN_ROWS = 5000
 COMMON_TERM_FRACTION = 0.02
 MAX_QUERY_LINES = 8
