@@ -184,6 +184,32 @@ def zhdev2_links(evaldata: Path) -> dict[str, Any]:
             "other_turns_linked_by_hyponyms_mean": round(statistics.mean(members_noise), 4)}
 
 
+def zhdev2_links_by_category(evaldata: Path) -> dict[str, Any]:
+    """Every zh-dev2 category: probes whose evidence shares a word with expand(question words, 20) that
+    the question itself lacks, and the share of other user turns the same terms reach (noise)."""
+    folder = evaldata / "zh-dev2"
+    turns: dict[str, str] = {}
+    for row in _jsonl(folder / "history.jsonl"):
+        if row["role"] == "user":
+            turns[row["turn_id"]] = turns.get(row["turn_id"], "") + row["text"]
+    turn_words = {tid: set(word_tokens(text)) for tid, text in turns.items()}
+    out: dict[str, dict[str, float]] = {}
+    for probe in json.loads((folder / "probes.json").read_text(encoding="utf-8")):
+        if not probe.get("ev"):
+            continue
+        words = word_tokens(probe["q"])
+        terms = set(lexicon.expand(words, 20)) - set(words)
+        evidence = set().union(*(turn_words.get(e, set()) for e in probe["ev"]))
+        others = [ws for tid, ws in turn_words.items() if tid not in probe["ev"]]
+        row = out.setdefault(probe.get("cat", "?"), {"probes": 0, "bridged": 0, "other_turns_reached": 0.0})
+        row["probes"] += 1
+        row["bridged"] += bool(terms & evidence)
+        row["other_turns_reached"] += sum(1 for ws in others if terms & ws) / max(1, len(others))
+    for row in out.values():
+        row["other_turns_reached"] = round(row["other_turns_reached"] / row["probes"], 4)
+    return dict(sorted(out.items()))
+
+
 def zhdev2_time_probes(evaldata: Path) -> dict[str, Any]:
     """zh-dev2's "time" probes asked at the last turn's time: how many get a window, and for how many
     every evidence turn lies inside it."""
@@ -232,6 +258,7 @@ def main() -> None:
         "lexicon": lexicon_costs(qs),
         "time_probes_zh_dev2": zhdev2_time_probes(args.evaldata),
         "links_zh_dev2_hypernym": zhdev2_links(args.evaldata),
+        "links_zh_dev2_by_category": zhdev2_links_by_category(args.evaldata),
         "links_madial_zh": madial_links(args.evaldata),
     }
     print(json.dumps(report, ensure_ascii=False, indent=1))

@@ -14,25 +14,34 @@ conversation itself, and a filter on today would pull in whatever was said today
 Why a grammar and not jionlp alone: jionlp 1.5.31 (Apache-2.0) resolves 除夕 / 大年三十 / 周三 to the next
 occurrence, reads "三月" as a three-month duration, rejects "3月份" and "上个月", gives "那天晚上" as this
 evening, parses no English, and costs 0.8 s and ~35 MB RSS to import (see bench/timeq_cost.py). The
-expressions people use in chat are a small closed set, written here as rules over calendar facts:
-festivals (engine/memory/data/festivals.toml) are resolved with lunar-python (lunar dates, solar terms).
+expressions people use in chat are a small closed set, written here as rules over the calendar facts of
+engine/memory/timeq_calendar.py (festivals from data/festivals.toml, lunar dates and solar terms through
+lunar-python).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import tomllib
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from datetime import time as dtime
 from functools import lru_cache
-from importlib import resources
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.errors import ConfigError, InputError
+from engine.memory.timeq_calendar import (
+    Span,
+    day_span,
+    festival_first_day,
+    festivals,
+    lunar_day,
+    month_span,
+    narrow,
+    shift_month,
+    week_start,
+)
 
 
 @dataclass(frozen=True)
@@ -76,112 +85,6 @@ def _en_int(text: str) -> int | None:
     return int(text) if text.isdigit() else _EN_NUM.get(text)
 
 
-# ---- a local span, before it becomes unix seconds -------------------------------------------------
-
-@dataclass(frozen=True)
-class _Span:
-    """[start, end) as local wall-clock datetimes (naive: the zone is applied once at the end)."""
-
-    start: datetime
-    end: datetime
-
-
-def _days(first: date, count: int = 1) -> _Span:
-    start = datetime.combine(first, dtime())
-    return _Span(start, start + timedelta(days=count))
-
-
-# Parts of a day in hours from midnight; the night ones run past midnight on purpose (a 除夕 evening
-# goes on after 00:00).
-_TIME_OF_DAY = {
-    "凌晨": (0, 6), "早上": (5, 10), "早晨": (5, 10), "清晨": (5, 9), "上午": (8, 12), "中午": (11, 14),
-    "下午": (12, 18), "傍晚": (17, 19), "晚上": (18, 24), "晚": (18, 24), "夜里": (19, 28), "夜晚": (18, 28),
-    "半夜": (22, 28), "深夜": (22, 28), "夜": (19, 28),
-    "morning": (5, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 28),
-}
-_TOD = r"(?:的?(?P<tod>凌晨|早上|早晨|清晨|上午|中午|下午|傍晚|晚上|夜里|夜晚|半夜|深夜))?"
-_EN_TOD = r"(?: (?:in the |at )?(?P<etod>morning|afternoon|evening|night))?"
-
-
-def _narrow(span: _Span, tod: str | None) -> _Span:
-    """A part of the first day of `span` ("大年三十晚上"), or the span itself when no part is named."""
-    if not tod:
-        return span
-    start_h, end_h = _TIME_OF_DAY[tod]
-    day0 = span.start.replace(hour=0, minute=0, second=0, microsecond=0)
-    return _Span(day0 + timedelta(hours=start_h), day0 + timedelta(hours=end_h))
-
-
-# ---- calendar helpers -----------------------------------------------------------------------------
-
-def _month_span(year: int, month: int) -> _Span:
-    first = date(year, month, 1)
-    nxt = date(year + (month == 12), month % 12 + 1, 1)
-    return _days(first, (nxt - first).days)
-
-
-def _shift_month(year: int, month: int, by: int) -> tuple[int, int]:
-    index = year * 12 + (month - 1) + by
-    return index // 12, index % 12 + 1
-
-
-def _week_start(today: date, weeks_back: int) -> date:
-    """Monday of the week `weeks_back` before this one (Chinese and ISO weeks start on Monday)."""
-    return today - timedelta(days=today.weekday() + 7 * weeks_back)
-
-
-@dataclass(frozen=True)
-class _Festival:
-    rule: str
-    days: int
-
-
-@lru_cache(maxsize=1)
-def _festivals() -> dict[str, _Festival]:
-    """names -> festival, from engine/memory/data/festivals.toml, validated once."""
-    text = (resources.files("engine.memory") / "data" / "festivals.toml").read_text(encoding="utf-8")
-    table: dict[str, _Festival] = {}
-    for entry in tomllib.loads(text)["festival"]:
-        festival = _Festival(str(entry["rule"]), int(entry["days"]))
-        kind = festival.rule.split()[0]
-        if kind not in {"solar", "lunar", "lunar_new_year_eve", "jieqi", "nth_weekday"} or festival.days < 1:
-            raise ConfigError(f"festivals.toml: bad rule {festival.rule!r} or days {festival.days}")
-        for name in entry["names"]:
-            table[str(name).lower()] = festival
-    return table
-
-
-@lru_cache(maxsize=512)
-def _festival_first_day(rule: str, year: int) -> date | None:
-    """The festival's first day in Gregorian year `year` (lunar ones through lunar-python), or None."""
-    from lunar_python import Lunar, Solar  # imported here: only questions naming a festival need it
-
-    kind, *args = rule.split()
-    if not 1901 <= year <= 2099:  # lunar-python's tables; the Gregorian ones are fine anywhere but keep one range
-        return None
-    if kind == "solar":
-        month, day = (int(x) for x in args[0].split("-"))
-        return date(year, month, day)
-    if kind == "nth_weekday":
-        month, nth, weekday = (int(x) for x in args)
-        first = date(year, month, 1)
-        return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (nth - 1))
-    if kind == "lunar_new_year_eve":
-        solar = Lunar.fromYmd(year, 1, 1).getSolar()
-        return date(solar.getYear(), solar.getMonth(), solar.getDay()) - timedelta(days=1)
-    if kind == "lunar":
-        month, day = (int(x) for x in args[0].split("-"))
-        # 腊月 of lunar year Y-1 is the one that falls in January / February of Gregorian Y.
-        solar = Lunar.fromYmd(year - 1 if month == 12 else year, month, day).getSolar()
-        return date(solar.getYear(), solar.getMonth(), solar.getDay())
-    # jieqi: a lunar year's table runs from the previous 冬至, so look in this year's and the next one's.
-    for probe_year in (year, year + 1):
-        term = Solar.fromYmd(probe_year, 7, 1).getLunar().getJieQiTable()[args[0]]
-        if term.getYear() == year:
-            return date(term.getYear(), term.getMonth(), term.getDay())
-    return None
-
-
 # ---- resolution context ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -201,7 +104,7 @@ def _year_prefix(m: re.Match[str], now: _Now) -> int | None:
     return int(text[:4])
 
 
-def _latest(first_of: Callable[[int], _Span | None], now: _Now, year: int | None) -> _Span | None:
+def _latest(first_of: Callable[[int], Span | None], now: _Now, year: int | None) -> Span | None:
     """The occurrence in `year`, or without a year the most recent one that has begun by now."""
     if year is not None:
         return first_of(year)
@@ -212,7 +115,7 @@ def _latest(first_of: Callable[[int], _Span | None], now: _Now, year: int | None
     return None
 
 
-def _safe(build: Callable[[], _Span | None]) -> _Span | None:
+def _safe(build: Callable[[], Span | None]) -> Span | None:
     try:
         return build()
     except (ValueError, OverflowError, KeyError):  # 2月30日, year 0, a lunar day that does not exist
@@ -221,7 +124,7 @@ def _safe(build: Callable[[], _Span | None]) -> _Span | None:
 
 # ---- the rules ------------------------------------------------------------------------------------
 
-Resolver = Callable[[re.Match[str], _Now], "_Span | None"]
+Resolver = Callable[[re.Match[str], _Now], "Span | None"]
 _RULES: list[tuple[re.Pattern[str], Resolver]] = []
 
 
@@ -233,6 +136,8 @@ def _rule(pattern: str) -> Callable[[Resolver], Resolver]:
     return register
 
 
+_TOD = r"(?:的?(?P<tod>凌晨|早上|早晨|清晨|上午|中午|下午|傍晚|晚上|夜里|夜晚|半夜|深夜))?"
+_EN_TOD = r"(?: (?:in the |at )?(?P<etod>morning|afternoon|evening|night))?"
 _YP = r"(?:(?P<yp>大前年|前年|去年|今年|明年|(?<!\d)\d{4}年)的?)?"
 _EN_YP = r"(?:(?P<yp>last|this) )?"
 _WEEK = r"(?:周|週|星期|礼拜|禮拜)"
@@ -251,127 +156,127 @@ _CN_MONTH = r"(?P<m>(?<![\d零〇一二两三四五六七八九十百几])(?:1[0
 
 
 @_rule(r"(?P<d>大前天|前天|昨天|昨日|昨儿个|昨儿|昨晚|昨夜)" + _TOD)
-def _relative_day(m: re.Match[str], now: _Now) -> _Span | None:
+def _relative_day(m: re.Match[str], now: _Now) -> Span | None:
     word = m["d"]
     back = 3 if word == "大前天" else 2 if word == "前天" else 1
     tod = m["tod"] or ("晚上" if word in ("昨晚", "昨夜") else None)
-    return _narrow(_days(now.today - timedelta(days=back)), tod)
+    return narrow(day_span(now.today - timedelta(days=back)), tod)
 
 
 @_rule(r"(?P<n>" + _NUM + r")(?:天|日)(?:之|以)?前" + _TOD)
-def _days_ago(m: re.Match[str], now: _Now) -> _Span | None:
+def _days_ago(m: re.Match[str], now: _Now) -> Span | None:
     n = cn_int(m["n"])
-    return None if n is None or n < 1 else _narrow(_days(now.today - timedelta(days=n)), m["tod"])
+    return None if n is None or n < 1 else narrow(day_span(now.today - timedelta(days=n)), m["tod"])
 
 
 @_rule(r"\b(?P<d>yesterday|the day before yesterday|last night)\b" + _EN_TOD)
-def _en_relative_day(m: re.Match[str], now: _Now) -> _Span | None:
+def _en_relative_day(m: re.Match[str], now: _Now) -> Span | None:
     back = 2 if m["d"].startswith("the day") else 1
     tod = m["etod"] or ("night" if m["d"] == "last night" else None)
-    return _narrow(_days(now.today - timedelta(days=back)), tod)
+    return narrow(day_span(now.today - timedelta(days=back)), tod)
 
 
 @_rule(r"\b(?P<n>" + _EN_NUM_RE + r") (?P<unit>day|week|month|year)s? ago\b")
-def _en_ago(m: re.Match[str], now: _Now) -> _Span | None:
+def _en_ago(m: re.Match[str], now: _Now) -> Span | None:
     n = _en_int(m["n"])
     if n is None or n < 1:
         return None
     return {"day": _days_back, "week": _weeks_back, "month": _months_back, "year": _years_back}[m["unit"]](n, now)
 
 
-def _days_back(n: int, now: _Now) -> _Span:
-    return _days(now.today - timedelta(days=n))
+def _days_back(n: int, now: _Now) -> Span:
+    return day_span(now.today - timedelta(days=n))
 
 
-def _weeks_back(n: int, now: _Now) -> _Span:
-    return _days(_week_start(now.today, n), 7)
+def _weeks_back(n: int, now: _Now) -> Span:
+    return day_span(week_start(now.today, n), 7)
 
 
-def _months_back(n: int, now: _Now) -> _Span:
-    return _month_span(*_shift_month(now.today.year, now.today.month, -n))
+def _months_back(n: int, now: _Now) -> Span:
+    return month_span(*shift_month(now.today.year, now.today.month, -n))
 
 
-def _years_back(n: int, now: _Now) -> _Span:
-    return _days(date(now.today.year - n, 1, 1), (date(now.today.year - n + 1, 1, 1) - date(now.today.year - n, 1, 1)).days)
+def _years_back(n: int, now: _Now) -> Span:
+    return day_span(date(now.today.year - n, 1, 1), (date(now.today.year - n + 1, 1, 1) - date(now.today.year - n, 1, 1)).days)
 
 
 @_rule(_REL + r"(?:个|一|個)?" + _WEEK)
-def _relative_week(m: re.Match[str], now: _Now) -> _Span | None:
+def _relative_week(m: re.Match[str], now: _Now) -> Span | None:
     return _weeks_back(_REL_SHIFT[m["rel"]] or 0, now)
 
 
 @_rule(r"\b(?P<rel>last|this|next) week\b|\bthe week before last\b")
-def _en_relative_week(m: re.Match[str], now: _Now) -> _Span | None:
+def _en_relative_week(m: re.Match[str], now: _Now) -> Span | None:
     return _weeks_back((_REL_SHIFT[m["rel"]] or 0) if m["rel"] else 2, now)
 
 
 @_rule(r"(?P<n>" + _NUM + r")(?:个|個)?" + _WEEK + r"(?:之|以)?前")
-def _weeks_ago(m: re.Match[str], now: _Now) -> _Span | None:
+def _weeks_ago(m: re.Match[str], now: _Now) -> Span | None:
     n = cn_int(m["n"])
     return None if n is None or n < 1 else _weeks_back(n, now)
 
 
-def _weekend(back: int | None, now: _Now) -> _Span:
+def _weekend(back: int | None, now: _Now) -> Span:
     if back is None:  # the weekend that is on now, else the last one
         back = 0 if now.today.weekday() >= 5 else 1
-    return _days(_week_start(now.today, back) + timedelta(days=5), 2)
+    return day_span(week_start(now.today, back) + timedelta(days=5), 2)
 
 
 @_rule(_REL + r"?(?:个|個)?(?:周末|週末)")
-def _weekend_cn(m: re.Match[str], now: _Now) -> _Span | None:
+def _weekend_cn(m: re.Match[str], now: _Now) -> Span | None:
     return _weekend(_REL_SHIFT[m["rel"]], now)
 
 
 @_rule(r"\b(?:(?P<rel>last|this|next) )?weekend\b")
-def _weekend_en(m: re.Match[str], now: _Now) -> _Span | None:
+def _weekend_en(m: re.Match[str], now: _Now) -> Span | None:
     return _weekend(_REL_SHIFT[m["rel"]], now)
 
 
-def _weekday(weekday: int, back: int | None, now: _Now) -> _Span:
+def _weekday(weekday: int, back: int | None, now: _Now) -> Span:
     if back is None:  # the most recent such day, today included
-        return _days(now.today - timedelta(days=(now.today.weekday() - weekday) % 7))
-    return _days(_week_start(now.today, back) + timedelta(days=weekday))
+        return day_span(now.today - timedelta(days=(now.today.weekday() - weekday) % 7))
+    return day_span(week_start(now.today, back) + timedelta(days=weekday))
 
 
 @_rule(_REL + r"?(?:个|個)?" + _WEEKDAY + _TOD)
-def _weekday_cn(m: re.Match[str], now: _Now) -> _Span | None:
-    return _narrow(_weekday(_WEEKDAY_INDEX[m["w"] or m["w2"]], _REL_SHIFT[m["rel"]], now), m["tod"])
+def _weekday_cn(m: re.Match[str], now: _Now) -> Span | None:
+    return narrow(_weekday(_WEEKDAY_INDEX[m["w"] or m["w2"]], _REL_SHIFT[m["rel"]], now), m["tod"])
 
 
 @_rule(r"\b(?:(?P<rel>last|this|next|on) )?(?P<wd>" + "|".join(_EN_WEEKDAYS) + r")\b" + _EN_TOD)
-def _weekday_en(m: re.Match[str], now: _Now) -> _Span | None:
-    return _narrow(_weekday(_EN_WEEKDAYS.index(m["wd"]), _REL_SHIFT[m["rel"]], now), m["etod"])
+def _weekday_en(m: re.Match[str], now: _Now) -> Span | None:
+    return narrow(_weekday(_EN_WEEKDAYS.index(m["wd"]), _REL_SHIFT[m["rel"]], now), m["etod"])
 
 
 @_rule(_REL + r"(?:个|一|個)?月(?!份?[\d零〇一二两三四五六七八九十]|[日号號底初中])")
-def _relative_month(m: re.Match[str], now: _Now) -> _Span | None:
+def _relative_month(m: re.Match[str], now: _Now) -> Span | None:
     return _months_back(_REL_SHIFT[m["rel"]] or 0, now)
 
 
 @_rule(r"\b(?P<rel>last|this|next) month\b")
-def _en_relative_month(m: re.Match[str], now: _Now) -> _Span | None:
+def _en_relative_month(m: re.Match[str], now: _Now) -> Span | None:
     return _months_back(_REL_SHIFT[m["rel"]] or 0, now)
 
 
 @_rule(r"(?P<n>" + _NUM + r")(?:个|個)月(?:之|以)?前")
-def _months_ago(m: re.Match[str], now: _Now) -> _Span | None:
+def _months_ago(m: re.Match[str], now: _Now) -> Span | None:
     n = cn_int(m["n"])
     return None if n is None or n < 1 else _months_back(n, now)
 
 
-def _named_month(month: int, year: int | None, now: _Now) -> _Span | None:
+def _named_month(month: int, year: int | None, now: _Now) -> Span | None:
     if not 1 <= month <= 12:
         return None
-    return _latest(lambda y: _month_span(y, month), now, year)
+    return _latest(lambda y: month_span(y, month), now, year)
 
 
 @_rule(_YP + _CN_MONTH + r"月份?(?![\d零〇一二两三四五六七八九十]|[日号號])")
-def _month_cn(m: re.Match[str], now: _Now) -> _Span | None:
+def _month_cn(m: re.Match[str], now: _Now) -> Span | None:
     return _named_month(cn_int(m["m"]) or 0, _year_prefix(m, now), now)
 
 
 @_rule(r"\b(?:(?P<pre>in|last|this) )?(?:(?P<mon>" + "|".join(x for x in _EN_MONTHS if x != "may") + r")|(?<=in |st )(?P<may>may))\b(?! \d)")
-def _month_en(m: re.Match[str], now: _Now) -> _Span | None:
+def _month_en(m: re.Match[str], now: _Now) -> Span | None:
     month = _EN_MONTHS.index(m["mon"] or m["may"]) + 1
     year = None
     if m["pre"] == "this":
@@ -387,15 +292,15 @@ _MONTH_PARTS = {"初": (1, 11), "上旬": (1, 11), "中旬": (11, 21), "下旬":
 _YEAR_PARTS = {"年初": (1, 3), "年中": (6, 8), "年底": (12, 13), "年末": (12, 13)}
 
 
-def _month_part(year: int, month: int, part: str) -> _Span:
+def _month_part(year: int, month: int, part: str) -> Span:
     first_day, end_day = _MONTH_PARTS[part]
-    whole = _month_span(year, month)
+    whole = month_span(year, month)
     start = whole.start + timedelta(days=first_day - 1)
-    return _Span(start, min(whole.end, whole.start + timedelta(days=end_day - 1)))
+    return Span(start, min(whole.end, whole.start + timedelta(days=end_day - 1)))
 
 
 @_rule(_YP + _CN_MONTH + r"月(?P<part>初|上旬|中旬|下旬|底|末)")
-def _named_month_part(m: re.Match[str], now: _Now) -> _Span | None:
+def _named_month_part(m: re.Match[str], now: _Now) -> Span | None:
     month = cn_int(m["m"]) or 0
     if not 1 <= month <= 12:
         return None
@@ -403,67 +308,100 @@ def _named_month_part(m: re.Match[str], now: _Now) -> _Span | None:
 
 
 @_rule(_REL + r"?(?:个|個)?月(?P<part>初|上旬|中旬|下旬|底|末)")
-def _relative_month_part(m: re.Match[str], now: _Now) -> _Span | None:
+def _relative_month_part(m: re.Match[str], now: _Now) -> Span | None:
     back = _REL_SHIFT[m["rel"]]
     if back is None:  # 月底 alone: this month's if it has begun, else last month's
         this = _month_part(now.today.year, now.today.month, m["part"])
         back = 0 if this.start <= now.moment else 1
-    return _month_part(*_shift_month(now.today.year, now.today.month, -back), m["part"])
+    return _month_part(*shift_month(now.today.year, now.today.month, -back), m["part"])
 
 
 @_rule(_YP + r"(?P<part>年初|年中|年底|年末)")
-def _year_part(m: re.Match[str], now: _Now) -> _Span | None:
+def _year_part(m: re.Match[str], now: _Now) -> Span | None:
     first_month, end_month = _YEAR_PARTS[m["part"]]
 
-    def first_of(year: int) -> _Span:
-        end_year, end_m = _shift_month(year, end_month, 0) if end_month <= 12 else (year + 1, 1)
-        return _Span(datetime(year, first_month, 1), datetime(end_year, end_m, 1))
+    def first_of(year: int) -> Span:
+        end_year, end_m = shift_month(year, end_month, 0) if end_month <= 12 else (year + 1, 1)
+        return Span(datetime(year, first_month, 1), datetime(end_year, end_m, 1))
 
     return _latest(first_of, now, _year_prefix(m, now))
 
 
-def _named_date(month: int, day: int, year: int | None, now: _Now) -> _Span | None:
-    return _latest(lambda y: _safe(lambda: _days(date(y, month, day))), now, year)
+def _named_date(month: int, day: int, year: int | None, now: _Now) -> Span | None:
+    return _latest(lambda y: _safe(lambda: day_span(date(y, month, day))), now, year)
 
 
 @_rule(_YP + _CN_MONTH + r"月(?P<d>" + _NUM + r")(?:日|号|號)" + _TOD)
-def _date_cn(m: re.Match[str], now: _Now) -> _Span | None:
+def _date_cn(m: re.Match[str], now: _Now) -> Span | None:
     month, day = cn_int(m["m"]), cn_int(m["d"])
     if month is None or day is None:
         return None
     span = _named_date(month, day, _year_prefix(m, now), now)
-    return _narrow(span, m["tod"]) if span else None
+    return narrow(span, m["tod"]) if span else None
+
+
+@_rule(r"(?P<y>去年|前年)的?(?:今天|这一天|这天)")
+def _same_day_years_ago(m: re.Match[str], now: _Now) -> Span | None:
+    back = 1 if m["y"] == "去年" else 2
+    day = now.today.replace(day=28) if (now.today.month, now.today.day) == (2, 29) else now.today
+    return day_span(day.replace(year=day.year - back))
+
+
+# Lunar dates: the day written 初一 ... 三十, or the month 正 / 冬 / 腊, or 农历 before it, is a lunar date.
+_LUNAR_DAY = r"(?P<ld>初[一二三四五六七八九十]|十[一二三四五六七八九]|二十[一二三四五六七八九]?|廿[一二三四五六七八九]?|三十|十五|十)"
+_LUNAR_MONTH = {"正": 1, "冬": 11, "腊": 12}
+
+
+def _lunar_day_number(text: str) -> int | None:
+    return cn_int(text.replace("初", "").replace("廿", "二十"))
+
+
+@_rule(r"(?P<nl>农历|阴历)?(?P<lm>正|冬|腊|(?<![\d零〇一二两三四五六七八九十])(?:十一|十二|十|一|二|三|四|五|六|七|八|九))月" + _LUNAR_DAY + _TOD)
+def _lunar_date(m: re.Match[str], now: _Now) -> Span | None:
+    if not (m["nl"] or m["lm"] in _LUNAR_MONTH or m["ld"].startswith(("初", "廿"))):
+        return None  # "五月十五" without a lunar mark could be either calendar: no window
+    month = _LUNAR_MONTH.get(m["lm"]) or cn_int(m["lm"])
+    day = _lunar_day_number(m["ld"])
+    if not month or not day:
+        return None
+    best: Span | None = None
+    for lunar_year in range(now.today.year, now.today.year - 3, -1):
+        found = lunar_day(lunar_year, month, day)
+        span = day_span(found) if found else None
+        if span and span.start <= now.moment and (best is None or span.start > best.start):
+            best = span
+    return narrow(best, m["tod"]) if best else None
 
 
 @_rule(r"(?<!\d)(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?!\d)")
-def _date_iso(m: re.Match[str], now: _Now) -> _Span | None:
-    return _safe(lambda: _days(date(int(m["y"]), int(m["m"]), int(m["d"]))))
+def _date_iso(m: re.Match[str], now: _Now) -> Span | None:
+    return _safe(lambda: day_span(date(int(m["y"]), int(m["m"]), int(m["d"]))))
 
 
 @_rule(r"\b(?:(?P<mon>" + "|".join(_EN_MONTHS) + r") (?P<d>\d{1,2})(?:st|nd|rd|th)?|(?P<d2>\d{1,2})(?:st|nd|rd|th)? (?:of )?(?P<mon2>" + "|".join(_EN_MONTHS) + r"))\b")
-def _date_en(m: re.Match[str], now: _Now) -> _Span | None:
+def _date_en(m: re.Match[str], now: _Now) -> Span | None:
     month = _EN_MONTHS.index(m["mon"] or m["mon2"]) + 1
     return _named_date(month, int(m["d"] or m["d2"]), None, now)
 
 
 @_rule(r"(?P<y>大前年|前年|去年|今年|明年)(?!的?(?:\d|[零〇一二两三四五六七八九十]|春|夏|秋|冬|暑|寒))")
-def _relative_year(m: re.Match[str], now: _Now) -> _Span | None:
+def _relative_year(m: re.Match[str], now: _Now) -> Span | None:
     return _years_back({"今年": 0, "去年": 1, "前年": 2, "大前年": 3, "明年": -1}[m["y"]], now)
 
 
 @_rule(r"(?<!\d)(?P<y>(?:19|20)\d\d)年(?!的?(?:\d|[零〇一二两三四五六七八九十]|春|夏|秋|冬|暑|寒))")
-def _year_cn(m: re.Match[str], now: _Now) -> _Span | None:
+def _year_cn(m: re.Match[str], now: _Now) -> Span | None:
     return _years_back(now.today.year - int(m["y"]), now)
 
 
 @_rule(r"(?P<n>" + _NUM + r")年(?:之|以)?前")
-def _years_ago(m: re.Match[str], now: _Now) -> _Span | None:
+def _years_ago(m: re.Match[str], now: _Now) -> Span | None:
     n = cn_int(m["n"])
     return None if n is None or n < 1 or n > 100 else _years_back(n, now)
 
 
 @_rule(r"\b(?:(?P<rel>last|this|next) year|in (?P<y>(?:19|20)\d\d))\b")
-def _en_year(m: re.Match[str], now: _Now) -> _Span | None:
+def _en_year(m: re.Match[str], now: _Now) -> Span | None:
     back = _REL_SHIFT[m["rel"]] if m["rel"] else now.today.year - int(m["y"])
     return _years_back(back or 0, now)
 
@@ -474,17 +412,19 @@ _SEASONS = {"春": (3, 3), "夏": (6, 3), "秋": (9, 3), "冬": (12, 3), "暑假
             "spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3)}
 
 
-def _season(name: str, year_prefix: str | None, now: _Now) -> _Span | None:
+def _season(name: str, year_prefix: str | None, now: _Now) -> Span | None:
     first_month, months = _SEASONS[name]
 
-    def first_of(year: int) -> _Span:
-        end_year, end_month = _shift_month(year, first_month, months)
-        return _Span(datetime(year, first_month, 1), datetime(end_year, end_month, 1))
+    def first_of(year: int) -> Span:
+        end_year, end_month = shift_month(year, first_month, months)
+        return Span(datetime(year, first_month, 1), datetime(end_year, end_month, 1))
 
     latest = _latest(first_of, now, None)
     if latest is None:
         return None
-    if not year_prefix or year_prefix in ("今年", "this"):
+    if not year_prefix:
+        return latest
+    if year_prefix in ("今年", "this"):
         # 今年冬天 in January is the winter that began last December; in summer it would be the future,
         # which no memory holds, so the most recent one is the best reading.
         return latest if first_month == 12 or latest.start.year == now.today.year else None
@@ -497,20 +437,20 @@ def _season(name: str, year_prefix: str | None, now: _Now) -> _Span | None:
 
 
 @_rule(_YP + r"(?P<s>春|夏|秋|冬)(?:天|季)|" + _YP.replace("yp", "yp2") + r"(?P<s2>暑假|寒假)")
-def _season_cn(m: re.Match[str], now: _Now) -> _Span | None:
+def _season_cn(m: re.Match[str], now: _Now) -> Span | None:
     return _season(m["s"] or m["s2"], m["yp"] or m["yp2"], now)
 
 
 @_rule(r"\b(?:(?P<yp>last|this) (?P<s>spring|summer|autumn|fall|winter)|in (?:the )?(?P<s2>spring|summer|autumn|winter))\b")
-def _season_en(m: re.Match[str], now: _Now) -> _Span | None:
+def _season_en(m: re.Match[str], now: _Now) -> Span | None:
     return _season(m["s"] or m["s2"], m["yp"], now)
 
 
-def _festival_span(name: str, year: int | None, now: _Now) -> _Span | None:
-    festival = _festivals()[name]
+def _festival_span(name: str, year: int | None, now: _Now) -> Span | None:
+    festival = festivals()[name]
 
-    def first_of(y: int) -> _Span | None:
-        first = _safe(lambda: _days(_festival_first_day(festival.rule, y) or date.max, festival.days))
+    def first_of(y: int) -> Span | None:
+        first = _safe(lambda: day_span(festival_first_day(festival.rule, y) or date.max, festival.days))
         return first if first is not None and first.start.year == y else None
 
     return _latest(first_of, now, year)
@@ -518,13 +458,13 @@ def _festival_span(name: str, year: int | None, now: _Now) -> _Span | None:
 
 @lru_cache(maxsize=1)
 def _festival_pattern() -> str:
-    names = sorted(_festivals(), key=len, reverse=True)
+    names = sorted(festivals(), key=len, reverse=True)
     cn = "|".join(re.escape(n) for n in names if not n.isascii())
     en = "|".join(re.escape(n) for n in names if n.isascii())
     return r"(?:" + _YP + r"(?P<f>" + cn + r")" + _TOD + r"|" + _EN_YP.replace("yp", "eyp") + r"\b(?P<ef>" + en + r")\b" + _EN_TOD + r")"
 
 
-def _festival_cn(m: re.Match[str], now: _Now) -> _Span | None:
+def _festival_cn(m: re.Match[str], now: _Now) -> Span | None:
     name = m["f"] or m["ef"]
     year = _year_prefix(m, now)
     if m["eyp"]:
@@ -533,7 +473,7 @@ def _festival_cn(m: re.Match[str], now: _Now) -> _Span | None:
             return None
         year = latest.start.year - (1 if m["eyp"] == "last" and latest.start.year == now.today.year else 0)
     span = _festival_span(name, year, now)
-    return _narrow(span, m["tod"] or m["etod"]) if span else None
+    return narrow(span, m["tod"] or m["etod"]) if span else None
 
 
 # Words that make a matched expression something other than a past window: a future, a habit, an open
@@ -548,12 +488,12 @@ _TRIGGER_CHARS = "天日周週星期礼禮拜月年春夏秋冬暑寒晚夜旬"
 def _trigger() -> re.Pattern[str]:
     """A character class of every character that can start or anchor an expression, festivals included:
     a question without any of them names no time (the cheap exit, no rule is run)."""
-    firsts = {name[0] for name in _festivals() if not name.isascii()}
+    firsts = {name[0] for name in festivals() if not name.isascii()}
     chars = "".join(sorted(set(_TRIGGER_CHARS) | firsts))
     return re.compile("[" + re.escape(chars) + r"\d]|[a-z]{3,}")
 
 
-def _resolve(resolve: Resolver, m: re.Match[str], now: _Now) -> _Span | None:
+def _resolve(resolve: Resolver, m: re.Match[str], now: _Now) -> Span | None:
     try:
         return resolve(m, now)
     except (ValueError, OverflowError, KeyError):  # a date that does not exist, a year out of range
@@ -567,7 +507,7 @@ _MAX_HITS = 4
 class _Hit:
     start: int
     end: int
-    span: _Span | None
+    span: Span | None
 
 
 def _hits(text: str, now: _Now) -> list[_Hit]:
