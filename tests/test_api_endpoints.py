@@ -144,7 +144,9 @@ async def test_context_respects_the_budget(api: ApiHarness) -> None:
     for i in range(6):
         await api.call("POST", "/v1/turns", turn(f"t{i}", f"我今天去了第{i}家咖啡店，拿铁很好喝，店里放着爵士乐", "听起来很惬意"))
     _, ctx = await api.call("POST", "/v1/context", {"query": "咖啡店", "budget": 120})
-    assert 0 < len(ctx["context"]) <= 120
+    from engine.memory.tokens import text_cost  # the budget is CJK-aware: ASCII costs half
+
+    assert 0 < text_cost(ctx["context"]) <= 120
 
 
 async def test_memory_search_off_gives_no_memory_block(api: ApiHarness) -> None:

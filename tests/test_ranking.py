@@ -1,4 +1,4 @@
-"""Ranking equations (after OpenClaw memory-core): saturation, fusion, decay, importance, MMR, min_score, strength."""
+"""Ranking equations (after OpenClaw memory-core): keyword coverage, fusion, decay, importance, MMR, floors, strength."""
 
 import math
 
@@ -15,15 +15,21 @@ def cand(i, v=0.0, t=0.0, ts=0.0, imp=5.0, text="", strength=1.0):
     return Candidate(memory_id=i, vector_score=v, text_score=t, ts=ts, importance=imp, text=text, strength=strength)
 
 
-@given(st.floats(min_value=-1e6, max_value=-1e-9))
-def test_bm25_saturation_is_in_unit_interval_and_monotone(r):
-    s = ranking.bm25_saturate(r)
-    assert 0 < s < 1
-    assert ranking.bm25_saturate(r * 2) >= s  # more negative rank = better match
+@given(st.dictionaries(st.text(min_size=1, max_size=3), st.floats(min_value=0, max_value=20), max_size=8),
+       st.sets(st.text(min_size=1, max_size=3), max_size=8))
+def test_keyword_coverage_is_a_share_of_the_query_weight(weights, doc):
+    c = ranking.keyword_coverage(weights, doc)
+    assert 0.0 <= c <= 1.0 + 1e-9
+    # Adding every query term to the memory can only raise it, to 1 when the query has any weight.
+    full = ranking.keyword_coverage(weights, doc | set(weights))
+    assert full >= c - 1e-9
+    assert math.isclose(full, 1.0) or sum(weights.values()) == 0
 
 
-def test_bm25_saturation_matches_upstream_rule():
-    assert math.isclose(ranking.bm25_saturate(-3.0), 3.0 / 4.0)
+def test_keyword_coverage_weighs_rare_words_over_common_ones():
+    weights = {"高铁": 5.6, "参加": 1.1}
+    assert ranking.keyword_coverage(weights, {"高铁"}) > 0.8
+    assert ranking.keyword_coverage(weights, {"参加"}) < 0.2
 
 
 def test_fusion_is_weighted_mean():
@@ -58,7 +64,7 @@ def test_six_month_old_relevant_memory_passes_min_score():
 
 def test_keyword_fallback_keeps_keyword_hits_when_nothing_passes():
     ranked = ranking.score_candidates([cand(1, v=0.0, t=0.95), cand(2, v=0.2, t=0.0)], RankParams(), 0.0)
-    kept = ranking.apply_min_score(ranked, 0.35, {1}, 0.3)
+    kept = ranking.apply_min_score(ranked, 0.35, {1}, RankParams().text_weight)
     assert [c.memory_id for c in kept] == [1]
 
 
@@ -67,14 +73,42 @@ def test_min_score_without_keyword_hits_returns_nothing():
     assert ranking.apply_min_score(ranked, 0.35, set(), 0.3) == []
 
 
-def test_mmr_drops_a_near_duplicate_and_keeps_distinct():
+def test_mmr_demotes_a_near_duplicate_and_keeps_it():
     from engine.memory.tokens import jaccard_tokens
 
     items = [cand(1, text="又买了糖炒栗子，这次是好的"), cand(2, text="糖炒栗子这次买的都是好的"),
-             cand(3, text="加班到九点，路上买了糖炒栗子，一半都是坏的")]
-    items = [ranking.replace(c, score=s) for c, s in zip(items, (0.9, 0.89, 0.5), strict=True)]
-    out = ranking.mmr(items, 0.7, lambda c: jaccard_tokens(c.text), duplicate=0.5)
-    assert [c.memory_id for c in out] == [1, 3]
+             cand(3, text="加班到九点，路上买了糖炒栗子，一半都是坏的"), cand(4, text="下午去图书馆还书")]
+    items = [ranking.replace(c, score=s) for c, s in zip(items, (0.9, 0.89, 0.85, 0.5), strict=True)]
+    out = ranking.mmr(items, 0.7, lambda c: jaccard_tokens(c.text))
+    assert [c.memory_id for c in out] == [1, 3, 2, 4]
+
+
+def test_mmr_keeps_parallel_facts_that_share_a_template():
+    """MemDaily: "…的时间是…" and "…的持续时间是两天" are two facts; the old Jaccard 0.5 rule deleted one."""
+    from engine.memory.tokens import jaccard_tokens
+
+    items = [cand(1, text="公司年会的时间是十二月二十号"), cand(2, text="公司年会的持续时间是两天"),
+             cand(3, text="年会的地点是公司食堂")]
+    items = [ranking.replace(c, score=s) for c, s in zip(items, (0.9, 0.85, 0.8), strict=True)]
+    out = ranking.mmr(items, 0.7, lambda c: jaccard_tokens(c.text), limit=2)
+    assert sorted(c.memory_id for c in out) == [1, 2, 3]
+
+
+@given(st.lists(st.tuples(st.floats(min_value=0, max_value=1), st.sampled_from(["栗子", "糖炒栗子", "买栗子了", "书"])),
+                max_size=12), st.floats(min_value=0, max_value=1), st.integers(min_value=1, max_value=12))
+def test_mmr_never_returns_fewer_than_it_was_given(rows, lam, k):
+    from engine.memory.tokens import jaccard_tokens
+
+    items = [ranking.replace(cand(i, text=t), score=s) for i, (s, t) in enumerate(rows)]
+    out = ranking.mmr(items, lam, lambda c: jaccard_tokens(c.text), limit=k)
+    assert sorted(c.memory_id for c in out) == list(range(len(rows)))
+
+
+def test_only_the_same_statement_is_demoted_one_place_and_nothing_is_deleted():
+    items = [cand(1, text="好的"), cand(2, text="好的"), cand(3, text="好的呀"), cand(4, text="行")]
+    out = ranking.demote_duplicates(items, lambda c: c.text)
+    assert [c.memory_id for c in out] == [1, 3, 2, 4]
+    assert [c.memory_id for c in ranking.demote_duplicates(items[:2], lambda c: c.text)] == [1, 2]
 
 
 def test_mmr_lambda_one_is_relevance_order():
@@ -88,6 +122,20 @@ def test_prefer_newer_lifts_the_newer_statement_on_a_topic():
     out = ranking.prefer_newer([old, new], 0.3, lambda a, b: True)
     assert [c.memory_id for c in out] == [2, 1]
     assert [c.memory_id for c in ranking.prefer_newer([old, new], 0.3, lambda a, b: False)] == [1, 2]
+
+
+def test_turns_of_one_conversation_are_never_an_old_and_a_new_state():
+    """Issue 10: two turns 30 s apart passed "cosine >= 0.92" and the later one got x1.3."""
+    assert not ranking.same_state_topic(0.0, 30.0, {"home"}, {"home"}, 1800.0)
+    assert ranking.same_state_topic(0.0, 2 * DAY, {"home"}, {"home"}, 1800.0)
+    assert not ranking.same_state_topic(0.0, 2 * DAY, {"home"}, {"job"}, 1800.0)
+    assert not ranking.same_state_topic(0.0, 2 * DAY, set(), set(), 1800.0)  # no lineage, no update
+
+
+def test_small_talk_is_a_query_no_memory_beats_generic_chat_on():
+    assert ranking.is_small_talk(0.88, 0.93, 0.015)
+    assert not ranking.is_small_talk(0.92, 0.93, 0.015)
+    assert not ranking.is_small_talk(0.95, 0.93, 0.015)
 
 
 @given(st.floats(min_value=0, max_value=3650), st.floats(min_value=0.1, max_value=10),
@@ -112,3 +160,11 @@ def test_recall_strengthens_more_after_a_longer_gap(strength, gap):
     s2 = ranking.strength_after_recall(strength, gap + 30)
     assert s1 > strength or s1 == 10.0
     assert s2 >= s1 - 1e-12
+
+
+def test_the_same_normalised_text_is_kept_once():
+    from engine.memory.tokens import same_text_key
+
+    items = [cand(1, text="我现在住哪？"), cand(2, text="我现在住哪"), cand(3, text="我现在住哪个区")]
+    out = ranking.collapse_same_text(items, lambda c: same_text_key(c.text))
+    assert [c.memory_id for c in out] == [1, 3]

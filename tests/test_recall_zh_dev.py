@@ -1,4 +1,10 @@
-"""zh-dev acceptance: Recall@1 >= 0.90, Recall@5 = 1.0, updates above stale turns, no must_not text anywhere."""
+"""zh-dev regression: Recall@1 >= 11/13, Recall@5 >= 12/13, updates above stale turns, no must_not text anywhere.
+
+The thresholds were 0.90 and 1.0 while data/query_intents.toml (written looking at these 13 probes)
+shipped; issue 10 removed it. The probe it alone answered is "我是干什么的" (evidence: "三个大夜之后的腿…",
+no shared word): e5-small ranks it 10th, and the question is nearer to generic chat than any memory
+is, so the small-talk floor empties it. The lost point is reported, not hidden (see the lead's note).
+"""
 
 import json
 
@@ -36,8 +42,8 @@ def test_recall_at_1_and_5(conn, now):
         ranked = [h.turn_id for h in turns(conn, p["q"], now).hits]
         at1 += ranked[:1][0] in p["ev"] if ranked else 0
         at5 += len(set(ranked[:5]) & set(p["ev"])) / min(5, len(p["ev"]))
-    assert at1 / len(with_ev) >= 0.90
-    assert at5 / len(with_ev) == 1.0
+    assert at1 >= 11
+    assert at5 >= 12
 
 
 @pytest.mark.parametrize("now", NOWS)

@@ -1,6 +1,6 @@
 """Tokens: FTS tokens mix jieba words, CJK bigrams and ASCII words; queries drop grammar; Jaccard sets are graded."""
 
-from engine.memory.tokens import fts_query, fts_tokens, intent_terms, jaccard_tokens, text_cost
+from engine.memory.tokens import fts_query, fts_tokens, jaccard_tokens, text_cost
 
 
 def test_fts_tokens_have_words_bigrams_and_ascii():
@@ -30,11 +30,6 @@ def test_fullwidth_and_case_are_normalised():
     assert "abc" in fts_tokens("ＡＢＣ").split()
 
 
-def test_intent_terms_bridge_a_question_to_its_answer_words():
-    assert "护士" in intent_terms("我是干什么的")
-    assert intent_terms("今天天气") == []
-
-
 def test_jaccard_tokens_grade_near_duplicates():
     from engine.memory.ranking import jaccard
 
@@ -47,3 +42,30 @@ def test_jaccard_tokens_grade_near_duplicates():
 def test_text_cost_counts_cjk_double():
     assert text_cost("你好") == 2
     assert text_cost("ab") == 1
+
+
+def test_question_words_weigh_little_against_names_and_rare_words():
+    from engine.memory.tokens import query_term_weights
+
+    w = query_term_weights("我第一次参加的那个高铁旅行团叫啥", 4.0)
+    assert "我" not in w and "什么" not in w
+    assert w["高铁"] > 3 * w.get("参加", 0.0)
+    assert w["高铁"] > 3 * w.get("第一次", 0.0)
+    unknown = query_term_weights("苏晴", 4.0)  # a name the general table does not know counts as rare
+    assert unknown["苏晴"] > 5
+
+
+def test_doc_terms_hold_words_and_bigrams():
+    from engine.memory.tokens import doc_terms
+
+    terms = doc_terms("回重庆的高铁")
+    assert {"重庆", "高铁", "庆的"} <= terms
+
+
+def test_duplicate_key_is_the_content_not_the_template():
+    from engine.memory.tokens import duplicate_key
+
+    assert duplicate_key("又买了糖炒栗子，这次是好的") == duplicate_key("糖炒栗子这次买的都是好的")
+    assert duplicate_key("糖炒栗子这次没坏") != duplicate_key("糖炒栗子这次买的都是好的")
+    assert duplicate_key("公司年会的时间是十二月二十号") != duplicate_key("公司年会的持续时间是两天")
+    assert duplicate_key("ＯＫ，好的") == duplicate_key("ok 好的")

@@ -1,15 +1,19 @@
-"""Recall ranking equations (after OpenClaw memory-core, MIT): fusion, decay, importance, MMR, min_score, strength.
+"""Recall ranking equations (after OpenClaw memory-core, MIT): fusion, decay, importance, MMR, floors, strength.
 
 Pure functions over plain values; time is passed in. Upstream files: extensions/memory-core/src/
-memory/hybrid.ts (bm25RankToScore, mergeHybridResults), mmr.ts (mmrRerank, Jaccard),
-temporal-decay.ts (calculateTemporalDecayMultiplier) and the manager's min_score with keyword
-fallback. Where anima departs from upstream the comment says why.
+memory/hybrid.ts (mergeHybridResults), mmr.ts (mmrRerank, Jaccard), temporal-decay.ts
+(calculateTemporalDecayMultiplier) and the manager's min_score with keyword fallback. Where anima
+departs from upstream the comment says why. The biggest departure: upstream's keyword score is a
+saturated BM25 rank, which gives 0.7-0.9 to any row sharing one rare query word and so outweighs
+large cosine gaps; anima's keyword score is the share of the query's information (general-corpus
+IDF) that a memory contains, a number on the same [0, 1] scale for every query.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
 from engine.settings import MemorySettings
@@ -17,14 +21,18 @@ from engine.settings import MemorySettings
 DAY_S = 86400.0
 
 
-def bm25_saturate(rank: float) -> float:
-    """FTS5 bm25() rank (negative, lower is better) to [0, 1): r < 0 -> -r / (1 - r) (upstream rule)."""
-    if not math.isfinite(rank):
-        return 1.0 / 1000.0
-    if rank < 0:
-        relevance = -rank
-        return relevance / (1.0 + relevance)
-    return 1.0 / (1.0 + rank)
+def keyword_coverage(query_weights: Mapping[str, float], doc_terms: AbstractSet[str]) -> float:
+    """Share of the query's term weight found in a memory: sum of matched weights / sum of all, in [0, 1].
+
+    Weights are general-corpus IDF (tokens.query_term_weights), so a question word (我 什么 最近 第一)
+    weighs little and a name, number or rare word weighs much; the score is calibrated per query
+    (1.0 = every informative word of the question is there), unlike a BM25 rank whose size depends on
+    the query's length and on how small the history is.
+    """
+    total = sum(query_weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in query_weights.items() if t in doc_terms) / total
 
 
 def fuse(vector_score: float, text_score: float, vector_weight: float, text_weight: float) -> float:
@@ -94,7 +102,7 @@ def strength_after_recall(strength: float, days_since_last: float, gain: float =
 class Candidate:
     memory_id: int
     vector_score: float  # cosine similarity in [-1, 1] (0 when the vector lane did not find it)
-    text_score: float  # saturated bm25 in [0, 1) (0 when the keyword lane did not find it)
+    text_score: float  # keyword coverage in [0, 1] (keyword_coverage)
     ts: float
     importance: float = 5.0
     strength: float = 1.0
@@ -122,6 +130,10 @@ class RankParams:
     use_decay: bool = True
     use_mmr: bool = True
     use_importance: bool = True
+    use_newer: bool = True  # the newer-state rule (prefer_newer), asked-about-now questions only
+    use_small_talk: bool = True  # the background relevance floor (is_small_talk)
+    use_time: bool = True  # time windows parsed from the question (engine/memory/timeq.py)
+    use_lexicon: bool = True  # keyword terms expanded through engine/memory/lexicon.py
 
 
 def score_candidates(cands: Sequence[Candidate], params: RankParams, now: float) -> list[Candidate]:
@@ -167,15 +179,54 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
+def collapse_same_text(ranked: Sequence[Candidate], key: Callable[[Candidate], str]) -> list[Candidate]:
+    """Keep the first of candidates with the same key (tokens.same_text_key: the same normalised text).
+
+    The one deletion recall makes: a turn that says exactly what an earlier one said ("我现在住哪？"
+    asked twenty times) adds nothing to a context block but length.
+    """
+    seen: set[str] = set()
+    out = []
+    for c in ranked:
+        k = key(c)
+        if k not in seen:
+            seen.add(k)
+            out.append(c)
+    return out
+
+
+def demote_duplicates(ranked: Sequence[Candidate], key: Callable[[Candidate], str]) -> list[Candidate]:
+    """A candidate with the key of a better one (tokens.duplicate_key: the same statement) yields one place.
+
+    Two turns that say the same thing add less than the next hit that says something else, so the
+    repeat moves behind that next distinct hit; it is not deleted (recall still returns k hits while
+    k candidates pass) and not sent to the end (it is still evidence of what was said, twice). Two
+    sentences that merely share a template ("…的时间是…", "…的持续时间是两天") have different keys and
+    keep their places.
+    """
+    seen: set[str] = set()
+    out: list[Candidate] = []
+    waiting: list[Candidate] = []
+    for c in ranked:  # in the order given (after MMR): only repeats move
+        k = key(c)
+        if k in seen:
+            waiting.append(c)
+            continue
+        seen.add(k)
+        out.append(c)
+        out.extend(waiting)
+        waiting = []
+    return out + waiting
+
+
 def mmr(ranked: Sequence[Candidate], lam: float, tokens: Callable[[Candidate], frozenset[str]],
-        limit: int | None = None, duplicate: float = 1.01) -> list[Candidate]:
+        limit: int | None = None) -> list[Candidate]:
     """Maximal marginal relevance (upstream mmrRerank): lam * norm(score) - (1 - lam) * max Jaccard.
 
     Scores are min-max normalised over the candidates (all equal -> 1); ties go to the higher raw
-    score. `limit` stops after that many picks (the rest keep their order behind them).
-    anima addition: a candidate whose Jaccard with an already chosen hit reaches `duplicate` is
-    dropped. Upstream only demotes; but when min_score leaves only a few candidates, demoted
-    near-duplicates ("糖炒栗子这次买的都是好的" after "又买了糖炒栗子，这次是好的") come straight back.
+    score. `limit` stops after that many picks (the rest keep their order behind them). MMR only
+    reorders: every candidate comes back, so recall returns k hits whenever k candidates pass the
+    floors (an earlier anima version dropped hits at Jaccard 0.5 and lost parallel facts).
     """
     items = list(ranked)
     if len(items) <= 1 or lam >= 1.0:
@@ -194,9 +245,6 @@ def mmr(ranked: Sequence[Candidate], lam: float, tokens: Callable[[Candidate], f
     max_sim = {c.memory_id: 0.0 for c in items}
     stop = len(items) if limit is None else min(limit, len(items))
     while remaining and len(selected) < stop:
-        remaining = [c for c in remaining if max_sim[c.memory_id] < duplicate]
-        if not remaining:
-            break
         best = max(remaining, key=lambda c: (lam * norm(c.score) - (1 - lam) * max_sim[c.memory_id], c.score))
         selected.append(best)
         remaining.remove(best)
@@ -205,7 +253,6 @@ def mmr(ranked: Sequence[Candidate], lam: float, tokens: Callable[[Candidate], f
             sim = jaccard(token_sets[c.memory_id], chosen)
             if sim > max_sim[c.memory_id]:
                 max_sim[c.memory_id] = sim
-    remaining = [c for c in remaining if max_sim[c.memory_id] < duplicate]
     remaining.sort(key=lambda c: -c.score)
     return selected + remaining
 
@@ -232,3 +279,38 @@ def prefer_newer(ranked: Sequence[Candidate], boost: float, same_topic: Callable
         out.append(replace(b, score=b.score * (1.0 + boost)) if has_older else b)
     out.sort(key=lambda c: (-c.score, -c.ts, c.memory_id))
     return out
+
+
+def same_state_topic(a_ts: float, b_ts: float, a_families: AbstractSet[str], b_families: AbstractSet[str],
+                     session_gap_s: float) -> bool:
+    """Whether two hits state one single-valued fact at two different times ("I live in Xuhui" ... "I moved").
+
+    What consolidation knows decides the topic: a shared lineage family (engine/consolidate/lineage.py:
+    home, job, pet ...). Two statements in one conversation (closer than `session_gap_s`) are one
+    telling, not an old and a new state: the turn 30 s later is no update. A passage cosine is not
+    evidence here: e5 puts unrelated Chinese sentences above 0.92 (on zh-dev2 the cosine rule lifted
+    the wrong turn: 5 of 12 updates above their stale turn, against 8 of 12 by lineage alone).
+    """
+    if abs(b_ts - a_ts) < session_gap_s:
+        return False
+    return bool(a_families & b_families)
+
+
+def is_small_talk(best_cosine: float, background_cosine: float, margin: float) -> bool:
+    """The calibrated relevance floor: no memory is closer to the query than generic chat is, less `margin`.
+
+    e5 puts any two Chinese sentences at cosine 0.85-0.92, so no fixed cosine tells "related" from
+    "unrelated"; the query's own nearest line of background chat (engine/memory/data/smalltalk.txt)
+    is its null level. "今天天气不错" is nearer to "今天天气真好" than to any memory: nothing is injected.
+    """
+    return best_cosine < background_cosine - margin
+
+
+def window_first(ranked: Sequence[Candidate], start: float, end: float) -> list[Candidate]:
+    """A question that names a time ("三月份", "春节") is answered from that time: its hits first, in order.
+
+    Restrict with a fallback, not a filter: the rest follow, so a window read wrongly costs order,
+    never the answer; and no constant weighs "in the window" against relevance.
+    """
+    inside = [c for c in ranked if start <= c.ts < end]
+    return inside + [c for c in ranked if not start <= c.ts < end]

@@ -10,20 +10,39 @@ from typing import Any
 
 import numpy as np
 
+from engine.consolidate.lineage import LineageMatcher
 from engine.errors import InputError
-from engine.memory import ranking, vector_index
+from engine.memory import lexicon, ranking, timeq, vector_index
+from engine.memory.background import background_cosine
 from engine.memory.context import build_block
 from engine.memory.embed import Embedder, refuse_other_model, vec_blob
 from engine.memory.ranking import Candidate, RankParams
-from engine.memory.tokens import fts_query, jaccard_tokens
-from engine.settings import MemorySettings
+from engine.memory.tokens import (
+    doc_terms,
+    duplicate_key,
+    fts_query,
+    jaccard_tokens,
+    query_term_weights,
+    same_text_key,
+)
+from engine.settings import LifeSettings, MemorySettings
 from engine.store.connect import database_file
 from engine.store.queries import q
 
 FAR_FUTURE = 1e13
+WINDOW_CAP = 200  # memories of one time window scored at most, the latest first (~1 ms of vector reads at 100k)
 COMMON_TERM_MIN_ROWS = 5000
 COMMON_TERM_FRACTION = 0.02
 MAX_QUERY_LINES = 8
+
+
+@dataclass(frozen=True)
+class Lanes:
+    cosines: dict[int, float]  # memory id -> cosine to the query (blended per line for a multi-line query)
+    keyword_ids: set[int]  # ids the FTS5 lane found
+    query_vec: np.ndarray | None
+    line_vecs: np.ndarray | None  # one vector per line of a multi-line query, else None
+    line_best: np.ndarray | None  # per line, its best cosine over the candidates (multi-line queries)
 
 
 @dataclass(frozen=True)
@@ -99,6 +118,98 @@ def vector_score(cosine: float, floor: float) -> float:
 def candidate_vectors(conn: Any, ids: Sequence[int]) -> dict[int, np.ndarray]:
     rows = conn.execute(q("mem_vectors_of"), {"ids": json.dumps(list(ids))}).fetchall()
     return {row["id"]: np.frombuffer(row["embedding"], dtype=np.float32) for row in rows}
+
+
+def add_window_lane(conn: Any, lanes: Lanes, window: timeq.TimeWindow, n: int) -> None:
+    """The time lane: the memories of the window the question names, the n nearest of them by cosine.
+
+    A question about "三月份" is answered by a turn of March that may share no word and only a weak
+    cosine with it, below the two lanes' cut; so the window's own memories become candidates.
+    """
+    assert lanes.query_vec is not None
+    ids = [r["id"] for r in conn.execute(q("mem_ids_in_window"),
+                                         {"start": window.start, "end": window.end, "cap": WINDOW_CAP})]
+    fresh = [i for i in ids if i not in lanes.cosines]
+    scored = []
+    for memory_id, vec in candidate_vectors(conn, fresh).items():
+        cosine = float(vec @ lanes.query_vec)
+        if lanes.line_vecs is not None:
+            cosine = 0.5 * (cosine + float((lanes.line_vecs @ vec).max()))
+        scored.append((cosine, memory_id))
+    for cosine, memory_id in sorted(scored, reverse=True)[:n]:
+        lanes.cosines[memory_id] = cosine
+
+
+def lexicon_expanded(weights: dict[str, float], limit: int) -> dict[str, float]:
+    """The query's term weights plus its lexicon expansion (engine/memory/lexicon.py): synonyms, classes, members.
+
+    An expansion term weighs its lexicon weight times the weight of the word it came from, shared
+    among the terms of that word, so "乐器" can find "架子鼓" but ten instruments do not outweigh
+    one name the question actually says.
+    """
+    out = dict(weights)
+    for word, w in weights.items():
+        extra = lexicon.expand([word], limit)
+        if not extra:
+            continue
+        share = w / max(1.0, sum(extra.values()))
+        for term, lw in extra.items():
+            if term not in out:
+                out[term] = lw * share
+    return out
+
+
+def above_background(embedder: Embedder | None, lanes: Lanes, rows: list[Any], margin: float) -> list[Any]:
+    """The relevance floor (ranking.is_small_talk): the rows nearer to the query than generic chat, less `margin`.
+
+    A one-line query keeps the rows that beat its nearest background line ("嗯" is no answer to
+    "蓝色封面的诗集"); none left means small talk. A multi-line query (the last turns of a dialogue) is
+    small talk only when each of its lines is: the turn that carries the topic is often not the last
+    one, so its rows are not filtered one by one. A row without a vector yet (the indexer has not
+    reached it) cannot be judged and stays.
+    """
+    assert embedder is not None and lanes.query_vec is not None
+    judged = [r for r in rows if r["id"] in lanes.cosines]
+    if not judged:
+        return rows
+    if lanes.line_vecs is None or lanes.line_best is None:
+        level = background_cosine(embedder, lanes.query_vec)
+        return [r for r in rows if r["id"] not in lanes.cosines
+                or not ranking.is_small_talk(lanes.cosines[r["id"]], level, margin)]
+    if all(ranking.is_small_talk(float(best), background_cosine(embedder, vec), margin)
+           for best, vec in zip(lanes.line_best, lanes.line_vecs, strict=True)):
+        return [r for r in rows if r["id"] not in lanes.cosines]
+    return rows
+
+
+def same_state_topic_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidate],
+                          settings: MemorySettings) -> Callable[[Candidate, Candidate], bool]:
+    """ranking.same_state_topic over these hits, with lineage families from their passage vectors."""
+    vecs = candidate_vectors(conn, [c.memory_id for c in hits])
+    with_vec = [c for c in hits if c.memory_id in vecs]
+    families: dict[int, frozenset[str]] = {c.memory_id: frozenset() for c in hits}
+    if with_vec:
+        matches = lineage_matcher(embedder).match([c.text for c in with_vec],
+                                                  np.stack([vecs[c.memory_id] for c in with_vec]))
+        for c, m in zip(with_vec, matches, strict=True):
+            families[c.memory_id] = frozenset(f for f in [m.family, *(x.family for x in m.also)] if f != "none")
+
+    def same(a: Candidate, b: Candidate) -> bool:
+        return ranking.same_state_topic(a.ts, b.ts, families[a.memory_id], families[b.memory_id],
+                                        settings.update_session_gap_s)
+
+    return same
+
+
+_MATCHERS: dict[str, LineageMatcher] = {}
+
+
+def lineage_matcher(embedder: Embedder) -> LineageMatcher:
+    """One LineageMatcher (its prototype vectors) per embedder model, built on first use."""
+    name = str(getattr(embedder, "name", type(embedder).__name__))
+    if name not in _MATCHERS:
+        _MATCHERS[name] = LineageMatcher(embedder)
+    return _MATCHERS[name]
 
 
 # Words that ask about the present state (now, lately, still, yet): the newest statement on a topic answers them.
@@ -191,11 +302,13 @@ def query_lines(text: str) -> list[str]:
 
 
 def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hybrid: bool,
-                    query_vec: np.ndarray | None,
-                    index_from: int = 1 << 62) -> tuple[dict[int, float], dict[int, float], np.ndarray | None]:
-    """(cosine by id, saturated bm25 by id, query vector) from the two lanes, n each."""
+                    query_vec: np.ndarray | None, index_from: int = 1 << 62) -> Lanes:
+    """The candidates of the two lanes, n each: cosine by id (vector lane, plus keyword-only rows rescored)
+    and the ids the keyword lane found."""
     cosines: dict[int, float] = {}
-    texts: dict[int, float] = {}
+    keyword_ids: set[int] = set()
+    line_vecs = None
+    line_best = None
     max_id = conn.execute(q("mem_max_id")).fetchone()[0]
     if hybrid and embedder is not None and query_vec is None:
         # Before the keyword lane, not beside it: the query embeds on every core, and SQLite running
@@ -203,14 +316,13 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
         query_vec = embedder.embed_queries([query])[0]
     match = fts_query(query, keep=common_term_filter(conn, max_id))
     if match:
-        for row in conn.execute(q("mem_fts_search"), {"match": match, "k": n}):
-            texts[row["id"]] = ranking.bm25_saturate(row["rank"])
+        keyword_ids = {row["id"] for row in conn.execute(q("mem_fts_search"), {"match": match, "k": n})}
     if hybrid and embedder is not None:
         assert query_vec is not None
         cosines.update(vector_lane(conn, query_vec, n, index_from))
         lines = query_lines(query)
         line_vecs = embedder.embed_queries(lines) if lines else None
-        missing = [i for i in texts if i not in cosines]
+        missing = [i for i in keyword_ids if i not in cosines]
         rescored = list(cosines) + missing if line_vecs is not None else missing
         if rescored:
             # Keyword-only candidates get their true cosine (upstream leaves 0): cheap, k*4 rows at most.
@@ -219,32 +331,21 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
                 if line_vecs is not None:
                     # A multi-line query (the last turns of a dialogue): half the whole, half its best line.
                     # The memory a dialogue needs usually matches one turn, not the average of all of them.
-                    cosine = 0.5 * (cosine + float((line_vecs @ vec).max()))
+                    per_line = line_vecs @ vec
+                    line_best = per_line if line_best is None else np.maximum(line_best, per_line)
+                    cosine = 0.5 * (cosine + float(per_line.max()))
                 cosines[memory_id] = cosine
-    return cosines, texts, query_vec
-
-
-def keyword_hits_awaiting_vectors(ranked: Sequence[Candidate], kept: Sequence[Candidate], cosines: dict[int, float],
-                                  params: RankParams) -> list[Candidate]:
-    """Keyword matches the indexer has not embedded yet, kept as the keyword fallback would keep them.
-
-    Read-your-writes (engine/memory/indexer.py): a memory with no vector yet (no cosine) can only
-    reach min_score by its keyword lane, so whenever any vectored row passes, it was dropped, and a
-    lagging indexer hid a turn the user's own words name. It keeps its (lower) hybrid score: it is
-    found, not promoted.
-    """
-    relaxed = min(params.min_score, params.text_weight) / 2
-    kept_ids = {c.memory_id for c in kept}
-    return [c for c in ranked if c.memory_id not in cosines and c.memory_id not in kept_ids
-            and c.text_score > 0 and c.relevance >= relaxed]
+    return Lanes(cosines, keyword_ids, query_vec, line_vecs, line_best)
 
 
 def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, controls: dict[str, Any],
            now: float, k: int | None = None, budget: int | None = None, as_of: float | None = None,
            extra_sources: Sequence[Callable[..., list[Any]]] = (),
-           query_vec: np.ndarray | None = None, params: RankParams | None = None) -> RecallResult:
+           query_vec: np.ndarray | None = None, params: RankParams | None = None,
+           tz: str = LifeSettings.tz) -> RecallResult:
     """Recall memories for `query` at time `now`; see the module docstring and ranking.py for the rules.
 
+    `tz` is her zone, in which a time the question names ("三月份", "春节") is read, relative to `now`.
     Reading never writes: a recall leaves the database as it found it, so inspection (`anima recall`,
     `--batch`, the benches) and the order of queries cannot change what is found next. A memory is
     strengthened only when a reply used it (engine/memory/usage.py).
@@ -262,15 +363,34 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     params = params or params_from_settings(settings)
     limit_ts = FAR_FUTURE if as_of is None else as_of
     n = k * settings.candidate_multiplier
-    cosines, texts, query_vec = lane_candidates(conn, embedder, text, n, hybrid, query_vec, settings.ram_index_from)
-    ids = set(cosines) | set(texts)
-    rows = conn.execute(q("mem_gated_rows"), {"ids": json.dumps(sorted(ids)), "as_of": limit_ts}).fetchall()
+    lanes = lane_candidates(conn, embedder, text, n, hybrid, query_vec, settings.ram_index_from)
+    query_vec = lanes.query_vec
+    reference = now if as_of is None else min(now, as_of)
+    window = timeq.time_window(text, reference, tz) if params.use_time else None
+    if window is not None and hybrid:
+        add_window_lane(conn, lanes, window, n)
+    ids = set(lanes.cosines) | lanes.keyword_ids
+    rows = list(conn.execute(q("mem_gated_rows"), {"ids": json.dumps(sorted(ids)), "as_of": limit_ts}).fetchall())
     by_id = {r["id"]: r for r in rows}
+    mode = "hybrid" if hybrid else "keyword"
+    if hybrid and params.use_small_talk and rows:
+        rows = above_background(embedder, lanes, rows, settings.relevance_margin)
+        if not rows:
+            # Nothing she remembers is nearer to this than generic chat: an empty context is the answer.
+            return RecallResult(query=text, mode=mode + "+small_talk")
+    weights = query_term_weights(text, settings.keyword_idf_floor)
+    # The tokens ingest stored are doc_terms' set (words + bigrams): reading them costs 0.7 ms for 48
+    # candidates, segmenting the texts again 5.5 ms.
+    stored = {row["id"]: frozenset(row["tokens"].split()) for row in
+              conn.execute(q("mem_fts_tokens_of"), {"ids": json.dumps([r["id"] for r in rows])})}
+    if params.use_lexicon and settings.lexicon_terms > 0:
+        weights = lexicon_expanded(weights, settings.lexicon_terms)
     cands = [
         Candidate(
-            memory_id=r["id"], vector_score=vector_score(cosines.get(r["id"], 0.0), settings.vector_floor)
+            memory_id=r["id"], vector_score=vector_score(lanes.cosines.get(r["id"], 0.0), settings.vector_floor)
             if hybrid else 0.0,
-            text_score=texts.get(r["id"], 0.0), ts=r["ts"], importance=r["importance"], strength=r["accessibility"],
+            text_score=ranking.keyword_coverage(weights, stored.get(r["id"]) or doc_terms(r["raw"])), ts=r["ts"],
+            importance=r["importance"], strength=r["accessibility"],
             last_recalled_at=r["last_recalled_at"], text=r["raw"], topic=r["turn_id"] or f"life{r['id']}",
         )
         for r in rows
@@ -279,32 +399,25 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         # Keyword lane only: the text score is the whole relevance.
         params = replace(params, vector_weight=0.0, text_weight=1.0)
     ranked = ranking.score_candidates(cands, params, now if as_of is None else min(now, as_of))
-    kept = ranking.apply_min_score(ranked, params.min_score, set(texts), params.text_weight)
-    if hybrid:
-        kept += keyword_hits_awaiting_vectors(ranked, kept, cosines, params)
-    mode = "hybrid" if hybrid else "keyword"
+    kept = ranking.apply_min_score(ranked, params.min_score, lanes.keyword_ids, params.text_weight)
     if kept and not any(c.relevance >= params.min_score for c in kept):
         mode += "+keyword_fallback"
     # One hit per turn: both sides come back through the re-read anyway.
-    best: dict[str, Candidate] = {}
+    best_of_turn: dict[str, Candidate] = {}
     for c in kept:
-        if c.topic not in best:
-            best[c.topic] = c
-    unique = sorted(best.values(), key=lambda c: -c.score)
-    if params.use_decay and unique:
-        vecs = candidate_vectors(conn, [c.memory_id for c in unique]) if hybrid else {}
-        boost = settings.update_boost_present if asks_about_now(text) else settings.update_boost
-
-        def same_topic(a: Candidate, b: Candidate) -> bool:
-            va, vb = vecs.get(a.memory_id), vecs.get(b.memory_id)
-            if va is not None and vb is not None:
-                return float(va @ vb) >= settings.update_similarity
-            return ranking.jaccard(jaccard_tokens(a.text), jaccard_tokens(b.text)) >= 0.3
-
-        unique = ranking.prefer_newer(unique, boost, same_topic)
+        if c.topic not in best_of_turn:
+            best_of_turn[c.topic] = c
+    unique = sorted(best_of_turn.values(), key=lambda c: -c.score)
+    if params.use_newer and hybrid and unique and asks_about_now(text):
+        assert embedder is not None
+        unique = ranking.prefer_newer(unique, settings.update_boost_present,
+                                      same_state_topic_rule(conn, embedder, unique, settings))
     if params.use_mmr:
-        unique = ranking.mmr(unique, params.mmr_lambda, lambda c: jaccard_tokens(c.text), limit=k,
-                             duplicate=settings.duplicate_jaccard)
+        unique = ranking.mmr(unique, params.mmr_lambda, lambda c: jaccard_tokens(c.text), limit=k)
+        unique = ranking.collapse_same_text(unique, lambda c: same_text_key(c.text))
+        unique = ranking.demote_duplicates(unique, lambda c: duplicate_key(c.text))
+    if window is not None:
+        unique = ranking.window_first(unique, window.start, window.end)
     chosen = unique[:k]
     hits = [
         RecallHit(

@@ -9,10 +9,10 @@ hits; character bigrams catch words jieba splits differently in the query and th
 from __future__ import annotations
 
 import re
-import tomllib
+import statistics
 import unicodedata
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 
 import rjieba
@@ -93,42 +93,70 @@ def _query_words_and_bigrams(text: str) -> tuple[list[str], list[str]]:
     return list(words), [b for b in bigrams if b not in words]
 
 
-@lru_cache(maxsize=1)
-def query_intents() -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
-    """(when, add) pairs from data/query_intents.toml, validated once."""
-    raw = tomllib.loads((resources.files("engine.memory") / "data" / "query_intents.toml").read_text("utf-8"))
-    out = []
-    for name, entry in raw.items():
-        when, add = entry.get("when"), entry.get("add")
-        if not (isinstance(when, list) and isinstance(add, list) and all(isinstance(x, str) for x in when + add)):
-            raise ValueError(f"query_intents.toml [{name}] needs lists of strings `when` and `add`")
-        out.append((tuple(w.lower() for w in when), tuple(add)))
-    return tuple(out)
-
-
-def intent_terms(text: str) -> list[str]:
-    """Extra keyword terms for the kinds of question `text` asks (see data/query_intents.toml)."""
-    lowered = normalize(text)
-    extra: list[str] = []
-    for when, add in query_intents():
-        if any(w in lowered for w in when):
-            extra.extend(add)
-    return extra
-
-
 def fts_query(text: str, max_terms: int = 64, keep: Callable[[str], bool] | None = None) -> str | None:
-    """An FTS5 MATCH expression: the query's terms and intent terms OR-ed (BM25 ranks by how many and how rare).
+    """An FTS5 MATCH expression: the query's terms OR-ed (BM25 ranks by how many and how rare).
 
     Upstream joins with AND; in Chinese a paraphrase rarely shares every token, so OR with BM25
     ranking is the useful form.
     """
     words, bigrams = _query_words_and_bigrams(text)
-    # Order: the query's words, then intent terms, then bigrams, so a cap drops bigrams first.
-    ordered = words + [normalize(t) for t in intent_terms(text)] + bigrams
+    # Order: the query's words, then bigrams, so a cap drops bigrams first.
+    ordered = words + bigrams
     terms = [t for t in dict.fromkeys(ordered) if keep is None or keep(t)][:max_terms]
     if not terms:
         return None
     return " OR ".join(_fts_quote(t) for t in terms)
+
+
+@cache
+def general_idf() -> tuple[dict[str, float], float]:
+    """(IDF by word, median IDF) of jieba's general-corpus table (jieba/analyse/idf.txt, MIT).
+
+    A general table, not this user's history: in a history of a few hundred turns, a question word
+    such as 第一 or 参加 may occur once and get a high corpus IDF; in a large general corpus it is
+    common (5.2, 5.1) against a name or a rare word (高铁 9.6, 玄凤 unknown = rare). Read once, ~0.3 s.
+    """
+    table: dict[str, float] = {}
+    text = (resources.files("jieba") / "analyse" / "idf.txt").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        word, _, value = line.partition(" ")
+        if value:
+            table[word] = float(value)
+    return table, statistics.median(table.values())
+
+
+def term_idf(term: str) -> float:
+    """General IDF of a term; a word the table does not know (a name, slang, a model number) counts as rare.
+
+    jieba's own keyword extractor gives unknown words the median IDF; that is the rule here too.
+    """
+    table, median = general_idf()
+    return table.get(term, median)
+
+
+def query_term_weights(text: str, idf_floor: float) -> dict[str, float]:
+    """Weight of each keyword term of a query: max(0, IDF - idf_floor); a bigram inside a word counts half.
+
+    Subtracting a floor makes the commonest words (IDF under the floor: 我 人 什么 今天 第一 参加)
+    weigh nothing at all, so the words of a question cannot decide which memory it finds.
+    """
+    words, bigrams = _query_words_and_bigrams(text)
+    out: dict[str, float] = {}
+    for term in words:
+        w = term_idf(term) - idf_floor
+        if w > 0:
+            out[term] = w
+    for term in bigrams:
+        w = 0.5 * (term_idf(term) - idf_floor)
+        if w > 0 and term not in out:
+            out[term] = w
+    return out
+
+
+@lru_cache(maxsize=65536)
+def doc_terms(text: str) -> frozenset[str]:
+    """The terms a memory can match: its words (stopwords kept out) and all its CJK bigrams."""
+    return frozenset(word_tokens(text)) | frozenset(cjk_bigrams(text))
 
 
 # A bigram made only of these characters is grammar, not topic (我的, 了吗, 是不).
@@ -141,6 +169,25 @@ _WEAK_CHARS = frozenset("最上下去来做只小叫干过个种次点些样儿�
 
 def _is_grammar_bigram(token: str) -> bool:
     return len(token) == 2 and token[0] in _BIGRAM_STOP_CHARS and token[1] in _BIGRAM_STOP_CHARS
+
+
+def same_text_key(text: str) -> str:
+    """The normalised text: NFKC, lower case, letters, digits and CJK only (punctuation and spaces dropped)."""
+    return "".join(ch for ch in normalize(text) if ch.isalnum())
+
+
+@lru_cache(maxsize=65536)
+def duplicate_key(text: str) -> str:
+    """What makes two memories the same statement: their content characters and ASCII words, in any order.
+
+    NFKC, lower case, punctuation and function characters (的 了 是 又 都 ...) dropped, order
+    ignored: "又买了糖炒栗子，这次是好的" and "糖炒栗子这次买的都是好的" say one thing; "年会的时间是…"
+    and "年会的持续时间是两天" share a template but not their content, and stay two.
+    """
+    text = normalize(text)
+    chars = set(_CJK_CHAR.findall(text)) - _BIGRAM_STOP_CHARS
+    words = set(_ASCII_WORD.findall(text)) - STOPWORDS
+    return "".join(sorted(chars)) + "|" + " ".join(sorted(words))
 
 
 def jaccard_tokens(text: str) -> frozenset[str]:
