@@ -55,42 +55,67 @@ _HOLIDAY_NAMES = {
     "Anti-Fascist 70th Day": "抗战胜利纪念日",
 }
 
-# Festivals a person in China marks on the day itself (lunar-python's names); others (建军节 ...) are left out.
-_LUNAR_FESTIVALS = ("除夕", "春节", "元宵节", "端午节", "七夕节", "中秋节", "重阳节", "腊八节")
-_SOLAR_FESTIVALS = {"元旦节": "元旦", "情人节": "情人节", "劳动节": "劳动节", "国庆节": "国庆节", "圣诞节": "圣诞节"}
-_SOLAR_TERM_FESTIVALS = ("清明", "冬至")
+# Festivals a person in China marks on the day itself, by lunar (month, day); 除夕 is the day before 春节.
+_LUNAR_FESTIVALS = ((1, 1, "春节"), (1, 15, "元宵节"), (5, 5, "端午节"), (7, 7, "七夕节"), (8, 15, "中秋节"),
+                    (9, 9, "重阳节"), (12, 8, "腊八节"))
+_SOLAR_FESTIVALS = ((1, 1, "元旦"), (2, 14, "情人节"), (5, 1, "劳动节"), (10, 1, "国庆节"), (12, 25, "圣诞节"))
+_TERM_FESTIVALS = {"清明": "清明节", "冬至": "冬至"}
+# lunar-python's tables spell the terms that belong to the next year in pinyin.
+_PINYIN_TERMS = {"DA_XUE": "大雪", "DONG_ZHI": "冬至", "XIAO_HAN": "小寒", "DA_HAN": "大寒", "LI_CHUN": "立春",
+                 "YU_SHUI": "雨水", "JING_ZHE": "惊蛰"}
 
 
-def _lunar(date: dt.date) -> Lunar:
-    return Solar.fromYmd(date.year, date.month, date.day).getLunar()
+def _solar_date(solar: Solar) -> dt.date:
+    return dt.date(solar.getYear(), solar.getMonth(), solar.getDay())
+
+
+@cache
+def solar_terms_of_year(year: int) -> dict[dt.date, str]:
+    """The 24 solar terms (节气) that fall in Gregorian `year`, by date (lunar-python, computed once per year).
+
+    One Solar-to-Lunar conversion costs about a millisecond, so per-year tables keep a simulated year fast.
+    """
+    out: dict[dt.date, str] = {}
+    for table_year in (year - 1, year):
+        for name, solar in Solar.fromYmd(table_year, 6, 1).getLunar().getJieQiTable().items():
+            when = _solar_date(solar)
+            if when.year == year:
+                out[when] = _PINYIN_TERMS.get(name, name)
+    return out
+
+
+@cache
+def _festivals_of_year(year: int) -> dict[dt.date, str]:
+    """Festival dates of Gregorian `year`: lunar ones first, then 清明/冬至, then fixed dates (first one wins)."""
+    out: dict[dt.date, str] = {}
+    out[spring_festival_day(year + 1) - dt.timedelta(days=1)] = "除夕"
+    out.setdefault(spring_festival_day(year) - dt.timedelta(days=1), "除夕")
+    for lunar_year in (year - 1, year):
+        for month, day, name in _LUNAR_FESTIVALS:
+            out.setdefault(_solar_date(Lunar.fromYmd(lunar_year, month, day).getSolar()), name)
+    for when, term in solar_terms_of_year(year).items():
+        if term in _TERM_FESTIVALS:
+            out.setdefault(when, _TERM_FESTIVALS[term])
+    for month, day, name in _SOLAR_FESTIVALS:
+        out.setdefault(dt.date(year, month, day), name)
+    return {when: name for when, name in out.items() if when.year == year}
 
 
 def festival_on(date: dt.date) -> str | None:
-    """The festival on this date, lunar first (除夕 beats nothing, 中秋 beats 国庆 when they meet), else None."""
-    lunar = _lunar(date)
-    for name in lunar.getFestivals():
-        if name in _LUNAR_FESTIVALS:
-            return str(name)
-    term = lunar.getJieQi()
-    if term in _SOLAR_TERM_FESTIVALS:
-        return "清明节" if term == "清明" else str(term)
-    for name in Solar.fromYmd(date.year, date.month, date.day).getFestivals():
-        if name in _SOLAR_FESTIVALS:
-            return _SOLAR_FESTIVALS[name]
-    return None
+    """The festival on this date, lunar first (中秋 beats 国庆 when they meet), else None."""
+    return _festivals_of_year(date.year).get(date)
 
 
 @cache
 def spring_festival_day(year: int) -> dt.date:
     """正月初一 of the lunar year that starts in Gregorian `year`."""
-    solar = Lunar.fromYmd(year, 1, 1).getSolar()
-    return dt.date(solar.getYear(), solar.getMonth(), solar.getDay())
+    return _solar_date(Lunar.fromYmd(year, 1, 1).getSolar())
 
 
 def in_spring_festival(date: dt.date) -> bool:
     """Whether the date lies in 除夕..正月初六, the days the country stops for the new year."""
     first = spring_festival_day(date.year)
-    return first - dt.timedelta(days=1) <= date <= first + dt.timedelta(days=6)
+    return first - dt.timedelta(days=1) <= date <= first + dt.timedelta(days=5)
 
 
 @cache
@@ -102,13 +127,12 @@ def _approximate_holidays(year: int) -> dict[dt.date, str]:
     for offset in range(7):
         days[dt.date(year, 10, 1) + dt.timedelta(days=offset)] = "国庆节"
     first = spring_festival_day(year)
-    for offset in range(-1, 7):
+    for offset in range(-1, 6):  # 除夕 (offset -1) to 初六 (offset 5)
         days[first + dt.timedelta(days=offset)] = "春节"
     for name, (month, day) in (("端午节", (5, 5)), ("中秋节", (8, 15))):
-        solar = Lunar.fromYmd(year, month, day).getSolar()
-        days.setdefault(dt.date(solar.getYear(), solar.getMonth(), solar.getDay()), name)
-    qingming = _lunar(dt.date(year, 4, 1)).getJieQiTable()["清明"]
-    days.setdefault(dt.date(qingming.getYear(), qingming.getMonth(), qingming.getDay()), "清明节")
+        days.setdefault(_solar_date(Lunar.fromYmd(year, month, day).getSolar()), name)
+    qingming = next(when for when, term in solar_terms_of_year(year).items() if term == "清明")
+    days.setdefault(qingming, "清明节")
     return days
 
 

@@ -16,9 +16,8 @@ from enum import StrEnum
 from functools import cache
 from importlib import resources
 
-from lunar_python import Solar
-
 from engine.errors import ConfigError, InputError
+from engine.life.calendar import solar_terms_of_year
 from engine.life.place import WEATHERS, ZONES, City, normal_on
 
 SUMMER_FROM_C = 22.0  # QX/T 152-2012: summer when the normal daily mean is at least 22 C
@@ -38,8 +37,7 @@ _OPENING_TERMS = {"立春": Season.SPRING, "立夏": Season.SUMMER, "立秋": Se
 
 def solar_term_on(date: dt.date) -> str | None:
     """The solar term (节气) that falls on this date, or None."""
-    term = Solar.fromYmd(date.year, date.month, date.day).getLunar().getJieQi()
-    return str(term) if term else None
+    return solar_terms_of_year(date.year).get(date)
 
 
 def _flip(season: Season, lat: float) -> Season:
@@ -47,21 +45,10 @@ def _flip(season: Season, lat: float) -> Season:
     return season if lat >= 0 else _ORDER[(_ORDER.index(season) + 2) % 4]
 
 
-@cache
 def _season_openings(year: int) -> tuple[tuple[dt.date, Season], ...]:
-    """The dates of 立春/立夏/立秋/立冬 from lunar-python's tables of `year` and the year before, oldest first.
-
-    A table names the terms of the next year in pinyin (LI_CHUN ...); both spellings are read.
-    """
-    spelled = {**_OPENING_TERMS, "LI_CHUN": Season.SPRING, "LI_XIA": Season.SUMMER,
-               "LI_QIU": Season.AUTUMN, "LI_DONG": Season.WINTER}
-    found: dict[dt.date, Season] = {}
-    for table_year in (year - 1, year):
-        table = Solar.fromYmd(table_year, 6, 1).getLunar().getJieQiTable()
-        for name, solar in table.items():
-            if name in spelled:
-                found[dt.date(solar.getYear(), solar.getMonth(), solar.getDay())] = spelled[name]
-    return tuple(sorted(found.items()))
+    """The dates of 立春/立夏/立秋/立冬 in `year` and the year before, oldest first."""
+    found = {**solar_terms_of_year(year - 1), **solar_terms_of_year(year)}
+    return tuple(sorted((when, _OPENING_TERMS[name]) for when, name in found.items() if name in _OPENING_TERMS))
 
 
 def solar_season(date: dt.date, lat: float = 30.0) -> Season:
