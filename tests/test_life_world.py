@@ -221,4 +221,5 @@ def test_world_day_composes_calendar_sun_season_and_weather() -> None:
     assert (eve.season, eve.solar_season) == (Season.WINTER, Season.SPRING)
     assert eve.weather in WEATHERS and eve.temp_low_c < eve.temp_high_c
     assert "腊梅" in eve.sights and "桂花" not in eve.sights
+    assert "雪" not in eve.sights  # snow possible this month is not snow today
     assert world_day(D("2026-02-04"), HANGZHOU, "c1").solar_term == "立春"

@@ -118,6 +118,8 @@ def in_season(sight: str, date: dt.date, city: City) -> bool:
 
 
 def sights_in_season(date: dt.date, city: City) -> tuple[str, ...]:
-    """Every sight out in `city` on `date`, in data-file order (雪 last when it can snow)."""
-    out = [name for name in sights() if in_season(name, date, city)]
-    return tuple([*out, SNOW] if in_season(SNOW, date, city) else out)
+    """Every flower, fruit or tree sight out in `city` on `date`, in data-file order.
+
+    雪 is left out on purpose: that it can snow this month is not that it snows today; the day's weather says that.
+    """
+    return tuple(name for name in sights() if in_season(name, date, city))

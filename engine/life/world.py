@@ -37,7 +37,7 @@ class WorldDay:
     weather: str  # 晴 多云 阴 小雨 大雨 雪 雾
     temp_low_c: float
     temp_high_c: float
-    sights: tuple[str, ...]  # season-bound sights that are out today (flowers, fruit, 雪 when it can snow)
+    sights: tuple[str, ...]  # season-bound sights out today (flowers, fruit); snow is in `weather`, not here
 
     @property
     def is_day_off(self) -> bool:
