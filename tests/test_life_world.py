@@ -8,11 +8,13 @@ from zoneinfo import ZoneInfo
 
 import chinese_calendar
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from engine.errors import InputError
+from engine.errors import ConfigError, InputError
 from engine.life.calendar import DayKind, day_of
 from engine.life.daylight import Phase, daylight_on, phase_at, sky_glow_at
-from engine.life.place import WEATHERS, city
+from engine.life.place import WEATHERS, _parse_city, cities, city
 from engine.life.season import Season, climatic_season, in_season, solar_season
 from engine.life.weather import weather_on
 from engine.life.world import world_day
@@ -72,7 +74,8 @@ def test_2027_falls_back_to_fixed_date_and_lunar_holidays() -> None:
 
 @pytest.mark.parametrize(
     ("date", "sunrise", "sunset"),
-    # Published for 杭州 (timeanddate.com / 中国天气网 sunrise tables): summer and winter solstice.
+    # Published sunrise tables for 杭州 (e.g. timeanddate.com; not fetched at test time), to the minute; 4 min of
+    # tolerance covers refraction models and rounding, a wrong zone or longitude is off by far more.
     [("2026-06-21", "04:58", "19:03"), ("2026-12-22", "06:50", "17:03")],
 )
 def test_sunrise_and_sunset_in_hangzhou_on_the_solstices_match_published_times(
@@ -104,6 +107,18 @@ def test_sky_glow_only_near_sunrise_and_sunset() -> None:
     assert sky_glow_at(light.sunset - dt.timedelta(minutes=10), HANGZHOU) == "晚霞"
     assert sky_glow_at(light.sunrise, HANGZHOU) == "朝霞"
     assert sky_glow_at(light.dusk + dt.timedelta(minutes=1), HANGZHOU) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(day=st.dates(min_value=D("2000-01-01"), max_value=D("2100-12-31")), name=st.sampled_from(sorted(cities())))
+def test_sun_times_are_ordered_and_phases_follow_them_for_any_date_and_city(day: dt.date, name: str) -> None:
+    home = city(name)
+    light = daylight_on(day, home)
+    assert light.dawn < light.sunrise < light.sunset < light.dusk
+    assert light.sunrise.date() == day
+    expected = {light.dawn: Phase.DAWN, light.sunrise: Phase.DAY, light.sunset: Phase.DUSK, light.dusk: Phase.NIGHT}
+    for instant, phase in expected.items():
+        assert phase_at(instant, home) is phase
 
 
 def test_a_naive_instant_is_a_clear_error() -> None:
@@ -212,6 +227,20 @@ def test_an_unknown_city_is_a_clear_error() -> None:
         city("东京")
     with pytest.raises(InputError, match="unknown city"):
         world_day(D("2026-02-16"), "东京", "c1")
+
+
+def test_a_bad_city_entry_is_a_config_error_naming_the_field() -> None:
+    row = [5, 5, 5, 5, 5, 0, 0, 1, 9]
+    good = {"lat": 30.0, "lon": 120.0, "tz": "Asia/Shanghai", "zone": "jiangnan", "months": [row] * 12}
+    assert _parse_city("某地", good).climate(1).weather_share[0] == pytest.approx(0.2)
+    with pytest.raises(ConfigError, match="zone must be one of"):
+        _parse_city("某地", {**good, "zone": "tropics"})
+    with pytest.raises(ConfigError, match="12 rows"):
+        _parse_city("某地", {**good, "months": [row] * 11})
+    with pytest.raises(ConfigError, match="IANA"):
+        _parse_city("某地", {**good, "tz": "China/Hangzhou"})
+    with pytest.raises(ConfigError, match="low <= high"):
+        _parse_city("某地", {**good, "months": [[5, 5, 5, 5, 5, 0, 0, 9, 1]] * 12})
 
 
 def test_world_day_composes_calendar_sun_season_and_weather() -> None:
