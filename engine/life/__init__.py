@@ -1,0 +1,1 @@
+"""Her life in one package: the world she lives in (calendar, daylight, season, weather), computed from date and place."""
