@@ -14,12 +14,14 @@ import shutil
 import subprocess
 import warnings
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from datetime import time as dtime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from engine import activity as act
 
+DAILY_AFTER_DAYS = 31.0   # longer runs are drawn per day: point by point they alias into a solid block
 CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
                 "Microsoft YaHei", "PingFang SC", "SimHei", "AR PL UMing CN")
 # Category colours: night and rest cool, food warm, doing things saturated, chat the one pink.
@@ -35,11 +37,13 @@ ZH = {"sleep": "睡眠", "rest": "休息", "meal": "吃饭", "reading": "阅读"
       "chat": "和你聊天", "valence": "愉悦度 V", "arousal": "唤醒度 A", "dominance": "掌控感 D", "energy": "精力",
       "mood_axis": "心情（−1…1）", "energy_axis": "精力（0…1）", "told": "讲过的经历", "chat_mark": "聊天",
       "title": "{name}的心情、精力与日常", "time": "当地时间（{tz}，UTC{offset}）",
-      "weekdays": "一 二 三 四 五 六 日", "weekday": "周{}", "simulated": "（模拟）"}
+      "weekdays": "一 二 三 四 五 六 日", "valence_range": "愉悦度日内范围", "daily_mean": "（日均）",
+      "hours_axis": "每天小时数", "weekday": "周{}", "simulated": "（模拟）"}
 EN = {"valence": "valence V", "arousal": "arousal A", "dominance": "dominance D", "energy": "energy",
       "mood_axis": "mood (-1..1)", "energy_axis": "energy (0..1)", "told": "told life event", "chat_mark": "chat",
       "title": "{name}: mood, energy and activities", "time": "local time ({tz}, UTC{offset})",
-      "weekdays": "Mon Tue Wed Thu Fri Sat Sun", "weekday": "{}", "simulated": " (simulated)"}
+      "weekdays": "Mon Tue Wed Thu Fri Sat Sun", "valence_range": "valence daily range",
+      "daily_mean": " (daily mean)", "hours_axis": "hours per day", "weekday": "{}", "simulated": " (simulated)"}
 
 
 def cjk_font() -> str | None:
@@ -77,6 +81,112 @@ def _category(kind: str, specs: dict[str, Any]) -> str:
     if kind == "chat":
         return "chat"
     return str(spec.category) if spec else kind
+
+
+def _when(t: float, zone: ZoneInfo) -> Any:  # matplotlib takes datetimes on a date axis; its stubs say float
+    return datetime.fromtimestamp(t, UTC).astimezone(zone)
+
+
+def _draw_detail(ax_m: Any, ax_e: Any, ax_a: Any, points: Sequence[dict[str, Any]],
+                 spans: dict[str, list[tuple[float, float]]], order: list[str], colours: dict[str, str],
+                 words: dict[str, str], zone: ZoneInfo, chinese: bool) -> None:
+    """Up to a few weeks: the curves point by point, nights shaded, one row of bars per category."""
+    import matplotlib.dates as mdates
+    from matplotlib.patches import Patch
+
+    def when(t: float) -> Any:
+        return _when(t, zone)
+
+    font = chinese
+    rows = max(1, len(order))
+    times = [float(p["ts"]) for p in points]
+    xs = [when(t) for t in times]
+    # Nights shaded on both curves: the eye finds the days before it reads the lines.
+    for s, e in spans.get("sleep", []):
+        for ax in (ax_m, ax_e):
+            ax.axvspan(when(s), when(e), color="#34495e", alpha=0.07, linewidth=0)
+    for key, colour in (("valence", "#c0392b"), ("arousal", "#e67e22"), ("dominance", "#27ae60")):
+        ax_m.plot(xs, [p[key[0]] for p in points], label=words[key], color=colour, linewidth=1.3)
+    ax_m.axhline(0, color="#888888", linewidth=0.6)
+    ax_m.set_ylim(-1.05, 1.05)
+    ax_m.set_ylabel(words["mood_axis"])
+
+    ax_e.plot(xs, [p["e"] for p in points], color="#1f77b4", linewidth=1.3, label=words["energy"])
+    ax_e.fill_between(xs, [p["e"] for p in points], 0.0, color="#1f77b4", alpha=0.12, linewidth=0)
+    ax_e.set_ylim(0.0, 1.02)
+    ax_e.set_ylabel(words["energy_axis"])
+
+    for row, category in enumerate(order):
+        bars = [(mdates.date2num(when(s)), (e - s) / 86400.0) for s, e in spans[category]]
+        ax_a.broken_barh(bars, (row - 0.4, 0.8), facecolors=colours[category], linewidth=0)
+    ax_a.set_yticks(range(rows), [words.get(c, c) if font else c for c in order], fontsize=8)
+    ax_a.set_ylim(rows - 0.5, -0.5)
+    ax_a.legend([Patch(color=colours[c]) for c in order], [words.get(c, c) if font else c for c in order],
+                loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+
+
+def hours_per_day(spans: dict[str, list[tuple[float, float]]], order: list[str], days: list[Any],
+                  zone: ZoneInfo) -> dict[str, list[float]]:
+    """Hours of each category on each local day, spans split at local midnights (a covered day sums to 24)."""
+    hours = {c: [0.0] * len(days) for c in order}
+    index = {d: i for i, d in enumerate(days)}
+    for category, items in spans.items():
+        for s, e in items:
+            t = s
+            while t < e:
+                day = _when(t, zone).date()
+                nxt = datetime.combine(day + timedelta(days=1), dtime(0), tzinfo=zone).timestamp()
+                if day in index and category in hours:
+                    hours[category][index[day]] += (min(e, nxt) - t) / 3600.0
+                t = min(e, nxt)
+    return hours
+
+
+def _draw_daily(ax_m: Any, ax_e: Any, ax_a: Any, points: Sequence[dict[str, Any]],
+                spans: dict[str, list[tuple[float, float]]], order: list[str], colours: dict[str, str],
+                words: dict[str, str], zone: ZoneInfo, chinese: bool) -> None:
+    """Months: point-by-point curves and bars only alias into a solid block, so draw each local day.
+
+    Mood: daily mean of V/A/D with valence's daily range shaded; energy: daily range and mean;
+    activities: hours per day stacked by category (a time-use chart, summing to 24 h).
+    """
+    from matplotlib.patches import Patch
+
+    by_day: dict[Any, list[dict[str, Any]]] = {}
+    for p in points:
+        by_day.setdefault(_when(float(p["ts"]), zone).date(), []).append(p)
+    days = sorted(by_day)
+    noon = [datetime(d.year, d.month, d.day, 12, tzinfo=zone) for d in days]
+
+    def series(key: str, how: Any) -> list[float]:
+        return [how([float(p[key]) for p in by_day[d]]) for d in days]
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    ax_m.fill_between(noon, series("v", min), series("v", max), color="#c0392b", alpha=0.15, linewidth=0,
+                      label=words["valence_range"])
+    for key, colour in (("valence", "#c0392b"), ("arousal", "#e67e22"), ("dominance", "#27ae60")):
+        ax_m.plot(noon, series(key[0], mean), label=words[key] + words["daily_mean"], color=colour, linewidth=1.3)
+    ax_m.axhline(0, color="#888888", linewidth=0.6)
+    ax_m.set_ylim(-1.05, 1.05)
+    ax_m.set_ylabel(words["mood_axis"])
+    ax_e.fill_between(noon, series("e", min), series("e", max), color="#1f77b4", alpha=0.15, linewidth=0)
+    ax_e.plot(noon, series("e", mean), color="#1f77b4", linewidth=1.3)
+    ax_e.set_ylim(0.0, 1.02)
+    ax_e.set_ylabel(words["energy_axis"])
+
+    hours = hours_per_day(spans, order, days, zone)
+    bottom = [0.0] * len(days)
+    for category in order:
+        ax_a.bar(noon, hours[category], width=1.0, bottom=bottom, color=colours[category], linewidth=0,
+                 antialiased=False)
+        bottom = [b + h for b, h in zip(bottom, hours[category], strict=True)]
+    ax_a.set_ylim(0, 24)
+    ax_a.set_yticks(range(0, 25, 6))
+    ax_a.set_ylabel(words["hours_axis"])
+    ax_a.legend([Patch(color=colours[c]) for c in order], [words.get(c, c) if chinese else c for c in order],
+                loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
 
 
 def draw_life(path: str, points: Sequence[dict[str, Any]], acts: Sequence[dict[str, Any]],
@@ -121,24 +231,20 @@ def draw_life(path: str, points: Sequence[dict[str, Any]], acts: Sequence[dict[s
     hi = max([*times, *(e for v in spans.values() for _, e in v)], default=lo + 3600.0)
     days = (hi - lo) / 86400.0
 
-    rows = max(1, len(order))
-    fig, (ax_m, ax_e, ax_a) = plt.subplots(3, 1, sharex=True, figsize=(13, 6.2 + 0.22 * rows),
-                                           gridspec_kw={"height_ratios": [3.0, 1.4, 0.35 * rows + 0.6]})
-    xs = [when(t) for t in times]
-    # Nights shaded on both curves: the eye finds the days before it reads the lines.
-    for s, e in spans.get("sleep", []):
-        for ax in (ax_m, ax_e):
-            ax.axvspan(when(s), when(e), color="#34495e", alpha=0.07, linewidth=0)
-    for key, colour in (("valence", "#c0392b"), ("arousal", "#e67e22"), ("dominance", "#27ae60")):
-        ax_m.plot(xs, [p[key[0]] for p in points], label=words[key], color=colour, linewidth=1.3)
-    ax_m.axhline(0, color="#888888", linewidth=0.6)
-    ax_m.set_ylim(-1.05, 1.05)
-    ax_m.set_ylabel(words["mood_axis"])
-
+    long_run = days > DAILY_AFTER_DAYS
+    rows = 1 if long_run else max(1, len(order))
+    fig, (ax_m, ax_e, ax_a) = plt.subplots(3, 1, sharex=True, figsize=(13, 6.2 + (2.4 if long_run else 0.22 * rows)),
+                                           gridspec_kw={"height_ratios": [3.0, 1.4, 3.0 if long_run
+                                                                          else 0.35 * rows + 0.6]})
+    told_ts = sorted(float(ev["ts"]) for ev in told if lo <= float(ev["ts"]) <= hi)
     chat_spans = spans.get("chat", [])
+    if long_run:
+        _draw_daily(ax_m, ax_e, ax_a, points, spans, order, colours, words, zone, bool(font))
+    else:
+        _draw_detail(ax_m, ax_e, ax_a, points, spans, order, colours, words, zone, bool(font))
+    # Marks the same at every scale: chats as pink spans, told life events as stars (times only, no text).
     for s, e in chat_spans:
         ax_m.axvspan(when(s), when(e), color=CATEGORY_COLOURS["chat"], alpha=0.35, linewidth=0)
-    told_ts = sorted(float(ev["ts"]) for ev in told if lo <= float(ev["ts"]) <= hi)
     if told_ts:
         ax_m.scatter([when(t) for t in told_ts], [0.95] * len(told_ts), marker="*", s=90, color="#8e44ad",
                      zorder=5, label=words["told"])
@@ -147,19 +253,6 @@ def draw_life(path: str, points: Sequence[dict[str, Any]], acts: Sequence[dict[s
         handles.append(Patch(color=CATEGORY_COLOURS["chat"], alpha=0.5))
         labels.append(words["chat_mark"])
     ax_m.legend(handles, labels, loc="lower left", ncol=len(labels), fontsize=8, framealpha=0.85)
-
-    ax_e.plot(xs, [p["e"] for p in points], color="#1f77b4", linewidth=1.3, label=words["energy"])
-    ax_e.fill_between(xs, [p["e"] for p in points], 0.0, color="#1f77b4", alpha=0.12, linewidth=0)
-    ax_e.set_ylim(0.0, 1.02)
-    ax_e.set_ylabel(words["energy_axis"])
-
-    for row, category in enumerate(order):
-        bars = [(mdates.date2num(when(s)), (e - s) / 86400.0) for s, e in spans[category]]
-        ax_a.broken_barh(bars, (row - 0.4, 0.8), facecolors=colours[category], linewidth=0)
-    ax_a.set_yticks(range(rows), [words.get(c, c) if font else c for c in order], fontsize=8)
-    ax_a.set_ylim(rows - 0.5, -0.5)
-    ax_a.legend([Patch(color=colours[c]) for c in order], [words.get(c, c) if font else c for c in order],
-                loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
 
     for ax in (ax_m, ax_e, ax_a):
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)

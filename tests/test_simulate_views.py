@@ -100,3 +100,37 @@ def test_plot_without_a_cjk_font_warns_and_still_draws(tmp_path: Path, monkeypat
     assert shown["font"] is None
     assert any("CJK" in str(w.message) for w in caught)
     assert (tmp_path / "p.png").read_bytes()[:8] == PNG
+
+
+def test_a_long_run_is_drawn_per_day_with_hours_summing_to_the_day(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("matplotlib")
+    import daemon.plot as plot
+
+    points, acts = [], []
+    for day in range(40):
+        p, a = _day(START + day * 86400.0)
+        points += p
+        acts += a[:3]
+    drawn: list = []
+    real = plot._draw_daily
+    monkeypatch.setattr(plot, "_draw_daily", lambda *args: (drawn.append(args), real(*args)))
+    shown = plot.draw_life(str(tmp_path / "p.png"), points, acts, [], S.life.tz)
+    assert drawn and shown["points"] == len(points)      # 40 days: the daily view, not 5,760 raw points
+    assert (tmp_path / "p.png").read_bytes()[:8] == PNG
+
+
+def test_hours_per_day_split_at_local_midnight_and_sum_to_the_day() -> None:
+    pytest.importorskip("matplotlib")
+    from datetime import date
+    from zoneinfo import ZoneInfo
+
+    from daemon.plot import hours_per_day
+
+    midnight = parse_start("2025-03-03T00:00", "Asia/Shanghai")
+    h = 3600.0
+    spans = {"sleep": [(midnight - 2 * h, midnight + 7 * h), (midnight + 22 * h, midnight + 31 * h)],
+             "rest": [(midnight + 7 * h, midnight + 22 * h)]}
+    days = [date(2025, 3, 3), date(2025, 3, 4)]
+    hours = hours_per_day(spans, ["sleep", "rest"], days, ZoneInfo("Asia/Shanghai"))
+    assert hours == {"sleep": [9.0, 7.0], "rest": [15.0, 0.0]}
+    assert hours["sleep"][0] + hours["rest"][0] == 24.0
