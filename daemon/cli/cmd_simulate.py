@@ -22,7 +22,7 @@ from typing import Any
 
 from daemon.cli.env import CliEnv
 from engine import activity as act
-from engine.errors import ConfigError, InputError
+from engine.errors import ConfigError, InputError, StoreError
 from engine.persona import Persona, describe_persona, persona_of_companion
 from engine.settings import Settings
 from engine.store import connect, migrate
@@ -83,6 +83,8 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
             companion = create_companion(conn, name=name, birth_local=birth[0], tz=birth[1], place=None,
                                          sect=birth[2], now=start)
             persona = persona_of_companion(companion)
+            if persona is None:   # just created, so never; said for the type checker and for a broken chart
+                raise StoreError("the simulated companion has no persona")
             controls = {"heartbeat": True, "life": True}
             resume_after_gap(conn, settings, persona, None, start)
             t = start
