@@ -134,3 +134,25 @@ def test_hours_per_day_split_at_local_midnight_and_sum_to_the_day() -> None:
     hours = hours_per_day(spans, ["sleep", "rest"], days, ZoneInfo("Asia/Shanghai"))
     assert hours == {"sleep": [9.0, 7.0], "rest": [15.0, 0.0]}
     assert hours["sleep"][0] + hours["rest"][0] == 24.0
+
+
+def test_mood_reads_a_kept_run_with_until(tmp_path: Path, capsys) -> None:
+    kept = tmp_path / "run.db"
+    assert main(["--db", str(tmp_path / "none.db"), "simulate", "--days", "2", "--keep", str(kept), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(kept), "mood", "--days", "1", "--until", "2025-01-07T12:00", "--json"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert len(view["points"]) > 100 and view["activities"]
+    assert main(["--db", str(kept), "mood", "--until", "noon"]) == 2
+
+
+def test_plot_without_matplotlib_fails_before_the_run(tmp_path: Path, capsys, monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    kept = tmp_path / "run.db"
+    code = main(["--db", str(tmp_path / "none.db"), "simulate", "--days", "1", "--keep", str(kept),
+                 "--plot", str(tmp_path / "p.png")])
+    assert code != 0 and "matplotlib" in capsys.readouterr().err
+    assert not kept.exists()        # nothing was run or written

@@ -10,6 +10,7 @@ from engine import activity as act
 from engine.errors import InputError
 from engine.store import life as life_store
 from engine.store.core import get_companion
+from engine.times import parse_instant
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -18,6 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("mood", help="plot mood and energy over time (PNG with matplotlib, else sparkline)")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG (needs the plot extra: pip install 'anima[plot]')")
     parser.add_argument("--days", type=float, default=1.0, help="how many days back (default 1)")
+    parser.add_argument("--until", metavar="ISO",
+                        help="end of the window, ISO 8601 (default now); e.g. for a run kept by anima simulate --keep")
     parser.add_argument("--json", action="store_true",
                         help="print the trace points and activity spans as JSON (numbers and kinds only)")
     parser.set_defaults(func=handle)
@@ -48,7 +51,7 @@ def mood_json(points: list[dict[str, Any]], acts: list[dict[str, Any]], since: f
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if not 0 < args.days <= 90:
         raise InputError(f"--days must be more than 0 and at most 90, got {args.days}")
-    now = env.clock.now()
+    now = parse_instant(args.until, "--until", env.settings.life.tz) if args.until else env.clock.now()
     since = now - args.days * 86400.0
     conn = env.open_db(create=False)
     try:
