@@ -259,7 +259,11 @@ def draw_life(path: str, points: Sequence[dict[str, Any]], acts: Sequence[dict[s
         ax.margins(x=0)
     if days <= 2.5:
         ax_a.xaxis.set_major_locator(mdates.HourLocator(byhour=range(0, 24, 3), tz=zone))
-        ax_a.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=zone))
+        def hour_label(x: float, _pos: int) -> str:   # midnight names the day, so a short window needs no title
+            d = mdates.num2date(x, tz=zone)
+            return f"{d:%m-%d}" if d.hour == 0 else f"{d:%H:%M}"
+
+        ax_a.xaxis.set_major_formatter(hour_label)
     else:
         step = max(1, round(days / 16))
         ax_a.xaxis.set_major_locator(mdates.DayLocator(interval=step, tz=zone))
