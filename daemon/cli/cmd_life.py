@@ -55,12 +55,65 @@ def timeline(conn: Any, since: float, until: float, tz: str) -> dict[str, Any]:
     def iso(t: float | None) -> str | None:
         return None if t is None else act.local_time(t, tz).isoformat(timespec="seconds")
 
+    rows = life_store.activities(conn, since, until)
     acts = [{"id": a["id"], "kind": a["kind"], "label": a["label"], "since": iso(a["started_at"]),
              "until": iso(a["ended_at"] if a["ended_at"] is not None else a["expected_end"]), "why": a["why"],
-             "status": a["status"]} for a in life_store.activities(conn, since, until)]
+             "status": a["status"]} for a in rows]
+    owner = owners(rows)
     events = [{"id": e["id"], "ts": iso(e["ts"]), "kind": e["kind"], "origin": e["origin"], "told": bool(e["told"]),
-               "text": e["text"]} for e in life_store.life_events(conn, since, until, told_only=False)]
+               "activity_id": owner.get((e["kind"], e["activity_id"]), e["activity_id"]), "text": e["text"]}
+              for e in life_store.life_events(conn, since, until, told_only=False)]
     return {"since": iso(since), "until": iso(until), "activities": acts, "life_events": events}
+
+
+def owners(rows: list[dict[str, Any]]) -> dict[tuple[str, int | None], int]:
+    """Which shown activity a 'resumed' event belongs to: the resumed activity, not the suspended one it names.
+
+    The engine writes a completion or abandonment against the activity it ends, and a resumption
+    against the suspended row; the sentence ("接着看…") describes the new activity that carries on,
+    so the view files it there. Everything else keeps the activity_id the engine wrote.
+    """
+    out: dict[tuple[str, int | None], int] = {}
+    for a in rows:
+        source = a["detail"].get("resumed_from")
+        if isinstance(source, int):
+            out[("resumed", source)] = int(a["id"])
+    return out
+
+
+def layout(view: dict[str, Any], cut: int) -> list[str]:
+    """The text lines of a timeline: each activity, then the events that belong to it, then loose events by time.
+
+    Events are placed by their activity, never by timestamp alone: a completion is written at the
+    instant the activity ends, which is also the instant the next one starts, so sorting by time put
+    every completion under the next activity (issue 12). Events with no shown activity (backstory,
+    or an activity outside the window) stand on their own at their time.
+    """
+    shown = {a["id"] for a in view["activities"]}
+    under: dict[int, list[dict[str, Any]]] = {}
+    loose: list[dict[str, Any]] = []
+    for e in view["life_events"]:
+        if e["activity_id"] in shown:
+            under.setdefault(e["activity_id"], []).append(e)
+        else:
+            loose.append(e)
+    blocks: list[tuple[str, int, list[str]]] = []
+    for a in view["activities"]:
+        why = act.WHY_ZH.get(a["why"], a["why"])
+        mark = "" if a["status"] in ("done", "current") else f" [{a['status']}]"
+        now_mark = "  <- now" if a["status"] == "current" else ""
+        span = f"{a['since'][cut:16]}-{(a['until'] or '')[11:16]}"
+        lines = [f"  {span}  {a['label']}（{why}）{mark}{now_mark}"]
+        lines += [_event_line(e, cut, indent=6) for e in under.get(a["id"], [])]
+        blocks.append((a["since"], 0, lines))
+    # A loose event at the same instant as an activity start comes first: it happened before it began.
+    blocks += [(e["ts"], -1, [_event_line(e, cut, indent=2)]) for e in loose]
+    return [line for _, _, lines in sorted(blocks, key=lambda b: (b[0], b[1])) for line in lines]
+
+
+def _event_line(e: dict[str, Any], cut: int, indent: int) -> str:
+    told = "told" if e["told"] else "UNTOLD"
+    return f"{' ' * indent}{e['ts'][cut:16]} #{e['id']} [{told}] {e['text']}"
 
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
@@ -76,19 +129,10 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     print(f"{view['since']} .. {view['until']}")
     # One day: clock times are enough; a longer window shows the date too.
     cut = 11 if until - since <= 86400.0 + 1 else 5
-    rows: list[tuple[str, str]] = []
-    for a in view["activities"]:
-        why = act.WHY_ZH.get(a["why"], a["why"])
-        mark = "" if a["status"] in ("done", "current") else f" [{a['status']}]"
-        now_mark = "  <- now" if a["status"] == "current" else ""
-        span = f"{a['since'][cut:16]}-{(a['until'] or '')[11:16]}"
-        rows.append((a["since"], f"  {span}  {a['label']}（{why}）{mark}{now_mark}"))
-    for e in view["life_events"]:
-        told = "told" if e["told"] else "UNTOLD"
-        rows.append((e["ts"], f"      {e['ts'][cut:16]} #{e['id']} [{told}] {e['text']}"))
-    for _, line in sorted(rows, key=lambda r: r[0]):
+    lines = layout(view, cut)
+    for line in lines:
         print(line)
-    if not rows:
+    if not lines:
         print("  (nothing recorded)")
     return 0
 

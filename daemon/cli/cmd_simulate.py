@@ -2,22 +2,27 @@
 
 For persona designers and tests: the output (timeline, life events, daily summaries) depends only
 on the chart, the settings and --start, so two runs are byte-identical. The real database is only
-read (for her birth facts); everything is written to a throwaway file.
+read (for her birth facts); everything is written to a throwaway file, or to a new file named by
+--keep, which `anima --db FILE life/mood` can then read. --plot draws the run for people.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib.util
 import json
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from daemon.cli.env import CliEnv
 from engine import activity as act
-from engine.errors import InputError
+from engine.errors import ConfigError, InputError, StoreError
 from engine.persona import Persona, describe_persona, persona_of_companion
 from engine.settings import Settings
 from engine.store import connect, migrate
@@ -37,6 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"start instant, ISO 8601; without an offset it is in [life] tz (default {DEFAULT_START})")
     parser.add_argument("--chart-birth", help='use this birth instead of the database companion: "YYYY-MM-DD HH:MM"')
     parser.add_argument("--step-s", type=float, default=300.0, help="heartbeat of the simulation in seconds (default 300)")
+    parser.add_argument("--keep", metavar="DB", help="write the run to this new database file and keep it")
+    parser.add_argument("--plot", metavar="PNG", help="draw the run's mood, energy and activities to this PNG")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=handle)
 
@@ -46,8 +53,11 @@ def parse_start(text: str, tz: str) -> float:
 
 
 def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, str, int], name: str,
-             step_s: float = 300.0) -> dict[str, Any]:
-    """Run `days` of her life from `start` for the companion born at `birth` = (local, tz, sect)."""
+             step_s: float = 300.0, keep: str | None = None, plot: str | None = None) -> dict[str, Any]:
+    """Run `days` of her life from `start` for the companion born at `birth` = (local, tz, sect).
+
+    `keep` names a new database file to write and keep; `plot` a PNG to draw the run into.
+    """
     from engine.companion import create_companion
     from engine.inner import resume_after_gap, step_inner
 
@@ -56,28 +66,61 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
     if not 1.0 <= step_s <= 3600.0:
         raise InputError(f"--step-s must be from 1 to 3600 seconds, got {step_s}")
     tz = settings.life.tz
-    with tempfile.TemporaryDirectory(prefix="anima-sim-") as tmp:
-        conn = connect(Path(tmp) / "sim.db")
+    end = start + days * 86400.0
+    stop = end + TAIL_H * 3600.0
+    # The kept file holds the whole run: trace retention counts back from the simulated now, so a
+    # run longer than [life] trace_retention_days would otherwise prune its own beginning.
+    run_days = (stop - start) / 86400.0 + 1.0
+    if settings.life.trace_retention_days < run_days:
+        settings = dataclasses.replace(settings, life=dataclasses.replace(settings.life,
+                                                                          trace_retention_days=run_days))
+    trace: list[dict[str, Any]] = []
+    with _database(keep) as path:
+        conn = connect(path)
         try:
-            conn.execute("PRAGMA synchronous = OFF")  # a throwaway file: durability buys nothing here
+            conn.execute("PRAGMA synchronous = OFF")  # a throwaway or new file: durability buys nothing here
             migrate(conn, now=start)
             companion = create_companion(conn, name=name, birth_local=birth[0], tz=birth[1], place=None,
                                          sect=birth[2], now=start)
             persona = persona_of_companion(companion)
+            if persona is None:   # just created, so never; said for the type checker and for a broken chart
+                raise StoreError("the simulated companion has no persona")
             controls = {"heartbeat": True, "life": True}
             resume_after_gap(conn, settings, persona, None, start)
-            end = start + days * 86400.0
-            stop = end + TAIL_H * 3600.0
             t = start
+            read_to = start
             while t < stop:
                 t = min(stop, t + step_s)
                 step_inner(conn, settings, persona, t, controls)
+                if t - read_to >= 86400.0 or t >= stop:
+                    # The means come from the run's own samples, read as it goes (a day at a time), so
+                    # no retention rule of the engine can take a day's points away before they count.
+                    trace += life_store.trace(conn, read_to, t + 1e-6)
+                    read_to = t + 1e-6
             rows = life_store.activities(conn, start, stop)
             events = life_store.life_events(conn, start, stop, told_only=False)
-            trace = life_store.trace(conn, start, stop)
+            if plot:
+                from daemon.plot import draw_life
+
+                draw_life(plot, trace, rows, [e for e in events if e["told"]], tz, name=name, simulated=True)
         finally:
             conn.close()
     return _report(companion, persona, rows, events, trace, start, days, tz)
+
+
+@contextmanager
+def _database(keep: str | None) -> Iterator[Path]:
+    """The file the run writes: a new one the caller keeps, or one in a directory removed afterwards."""
+    if keep:
+        path = Path(keep)
+        if path.exists():
+            raise InputError(f"--keep {keep}: the file exists; name a new file (a run never overwrites a database)")
+        if not path.parent.is_dir():
+            raise InputError(f"--keep {keep}: the directory {path.parent} does not exist")
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="anima-sim-") as tmp:
+        yield Path(tmp) / "sim.db"
 
 
 def _iso(t: float, tz: str) -> str:
@@ -165,7 +208,12 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         if companion:
             birth = (companion["birth_local"], companion["birth_tz"], int(companion["bazi_sect"]))
             name = companion["name"]
-    report = simulate(settings, days=args.days, start=start, birth=birth, name=name, step_s=args.step_s)
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError("--plot needs matplotlib: pip install 'anima[plot]'")   # before the run, not after it
+    if args.keep and Path(args.keep).resolve() == env.db_path.resolve():
+        raise InputError("--keep must name a new file, not the real database")
+    report = simulate(settings, days=args.days, start=start, birth=birth, name=name, step_s=args.step_s,
+                      keep=args.keep, plot=args.plot)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, sort_keys=True))
         return 0

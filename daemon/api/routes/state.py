@@ -9,7 +9,8 @@ from typing import Any
 from aiohttp import web
 
 from daemon.api.http import ApiState
-from daemon.api.routes.common import inner_view, iso, persona_of
+from daemon.api.routes.common import inner_view, persona_of
+from engine import activity as act
 from engine import inner
 from engine.memory.indexer import count_pending
 from engine.store.core import controls as read_controls
@@ -29,9 +30,13 @@ async def get_state(request: web.Request, api: ApiState, body: None) -> dict[str
     now = api.now()
     ctx = api.ctx
     out = await api.db(request, read_state, api.settings, persona_of(api), now)
+    tz = api.settings.life.tz
     return {
         "now": now,
-        "now_iso": iso(now),
+        # One time rule for the whole response (issue 12): ISO strings are local in her zone with the
+        # offset, like activity.since/until, so a front end never compares a UTC "Z" with a local time.
+        "now_iso": act.local_time(now, tz).isoformat(timespec="seconds"),
+        "tz": tz,
         "name": (ctx.companion or {}).get("name", ""),
         **out,
         "daemon": {
