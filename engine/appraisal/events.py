@@ -225,10 +225,10 @@ def text_push(text: str | None) -> Push:
 
 def classify(text: str | None) -> str:
     """Her dominant response to the line ("neutral" when there is no news): the label the tests score."""
-    readings = [r for r in read_events(text) if r.response]
-    if not readings:
-        return "neutral"
     weight: dict[str, float] = {}
-    for r in readings:
-        weight[r.response] = weight.get(r.response, 0.0) + r.scale  # type: ignore[index]
+    for r in read_events(text):
+        if r.response is not None:
+            weight[r.response] = weight.get(r.response, 0.0) + r.scale
+    if not weight:
+        return "neutral"
     return max(weight, key=lambda k: weight[k])
