@@ -7,8 +7,10 @@ told, but one sentence should not take her further than her ordinary ups and dow
 The bound per dimension and side is TURN_SHARE of the distance from her baseline to the bound on
 that side (the same headroom engine/mood.py saturates with): max_step = TURN_SHARE * (1 - b) upward,
 TURN_SHARE * (1 + b) downward. With TURN_SHARE = 0.15 and the default valence baseline 0.1 that is
-+0.135 / -0.165, about half the 14-day range the issue measured (0.32), so two or three sad turns in
-a row take her to a bad day, and one does not. Because the shown value is
++0.135 / -0.165. bench/appraisal_bound.py measured, for three charts with no chat, a valence range of
+0.25-0.32 over 14 days and 0.21-0.23 within a day: one turn moves her at most about half her
+fortnight's range (three quarters of an ordinary day's), so two or three sad turns in a row make a
+bad day, and one does not. Because the shown value is
 `b + headroom * tanh(dev / headroom)` (slope <= 1), capping the latent step at max_step caps the
 shown step too, whatever her state; the loss-aversion factor is inside the cap (a negative push
 reaches the cap sooner), and the slower fade of negative deviations is untouched.
