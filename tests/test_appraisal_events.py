@@ -18,7 +18,8 @@ LINES = Path(__file__).resolve().parent / "fixtures" / "appraisal_lines.jsonl"
 
 
 @pytest.mark.parametrize("line", ["我妈住院了", "我们分开吧", "我家猫昨天走了", "我外婆去世了", "我失业了",
-                                  "我和女朋友分手了", "公司裁员，我被裁了"])
+                                  "我和女朋友分手了", "公司裁员，我被裁了",
+                                  "我奶奶病得很重", "我不想活了"])
 def test_user_bad_news_moves_her_toward_concern_not_her_own_loss(line: str) -> None:
     v, a, d = text_push(line)
     assert classify(line) == "concern"
@@ -44,6 +45,11 @@ def test_hostility_at_her_lowers_valence_without_raising_dominance(line: str) ->
 def test_running_oneself_down_is_the_users_distress_not_an_attack_on_her() -> None:
     assert classify("我真蠢") == "concern"
     assert classify("你真蠢") == "hurt"
+
+
+def test_kind_words_warm_her_and_a_cue_inside_a_longer_one_does_not_count() -> None:
+    assert classify("想死你了") == "warmth"   # "想死你" (miss you so), not "想死"
+    assert classify("谢谢你一直陪着我") == "warmth"
 
 
 def test_user_joy_gladdens_her() -> None:
