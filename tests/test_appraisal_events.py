@@ -14,7 +14,7 @@ from engine.appraisal import appraise, classify, read_events, text_push
 from engine.appraisal.events import _load
 from engine.errors import ConfigError
 
-LINES = Path(__file__).resolve().parent / "fixtures" / "appraisal_lines.jsonl"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.mark.parametrize("line", ["我妈住院了", "我们分开吧", "我家猫昨天走了", "我外婆去世了", "我失业了",
@@ -90,13 +90,15 @@ def test_her_own_reply_is_not_appraised() -> None:
     assert appraise("我妈住院了", "别难过，抱抱你", None) == text_push("我妈住院了")
 
 
-def test_labelled_lines_are_read_right_in_every_class() -> None:
-    rows = [json.loads(line) for line in LINES.read_text(encoding="utf-8").splitlines() if line.strip()]
+@pytest.mark.parametrize("name", ["appraisal_lines.jsonl", "appraisal_holdout.jsonl"])
+def test_labelled_lines_are_read_right_in_every_class(name: str) -> None:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     per: dict[str, Counter[bool]] = defaultdict(Counter)
     for row in rows:
         per[row["label"]][classify(row["text"]) == row["label"]] += 1
-    assert set(per) == {"concern", "gladness", "warmth", "hurt", "own", "neutral"}
-    assert len(rows) >= 100
+    assert set(per) >= {"concern", "gladness", "warmth", "hurt", "neutral"}
+    assert len(rows) >= 40
     for label, hits in per.items():
         assert hits[True] / (hits[True] + hits[False]) >= 0.85, (label, hits)
 
