@@ -14,7 +14,7 @@ from typing import Any
 from engine import activity as act
 from engine import energy as energy_model
 from engine import mood as mood_model
-from engine.appraisal import appraise
+from engine.appraisal import appraise, bounded_delta
 from engine.day import MAX_TRANSITIONS_PER_STEP, DayState, energy_params, load_day, mood_params
 from engine.persona import Persona
 from engine.settings import Settings
@@ -155,9 +155,10 @@ def appraise_turn(conn: Any, settings: Settings, persona: Persona | None, user_t
         life, _ = load_day(conn, settings, persona, now)
         if stored_controls(conn).get("appraisal", True):
             push = appraise(user_text, companion_text, affect)
-            gain = settings.mood.chat_push_gain
+            # One turn moves her at most a share of her range (engine/appraisal/bound.py says why).
+            delta = bounded_delta(push, life.mp, settings.mood.chat_push_gain)
             life.mood = mood_model.relax(life.mood, now, life.mp)
-            life.mood = mood_model.push(life.mood, (push[0] * gain, push[1] * gain, push[2] * gain), life.mp)
+            life.mood = mood_model.push(life.mood, delta, life.mp)
             life.save(now)
         return _mood_dict(life, now)
 

@@ -201,11 +201,11 @@ def test_chat_appraisal_pushes_mood_and_negative_more(conn, persona) -> None:
     base = inner_snapshot(conn, S, persona, START)["mood"]["v"]
     up = appraise_turn(conn, S, persona, "今天好开心", None, None, START)["v"] - base
     assert up > 0
-    appraise_turn(conn, S, persona, None, None, {"v": -0.0}, START)
+    appraise_turn(conn, S, persona, None, None, {"valence": -0.0}, START)
     down_start = appraise_turn(conn, S, persona, None, None, None, START)["v"]
-    down = appraise_turn(conn, S, persona, None, None, {"v": -1.0}, START)["v"] - down_start
+    down = appraise_turn(conn, S, persona, None, None, {"valence": -1.0}, START)["v"] - down_start
     up2_start = down_start + down
-    up2 = appraise_turn(conn, S, persona, None, None, {"v": 1.0}, START)["v"] - up2_start
+    up2 = appraise_turn(conn, S, persona, None, None, {"valence": 1.0}, START)["v"] - up2_start
     assert abs(down) > abs(up2) > 0
 
 
@@ -213,7 +213,7 @@ def test_appraisal_toggle_stops_pushes(conn, persona) -> None:
     resume_after_gap(conn, S, persona, None, START)
     set_control(conn, "appraisal", False, START)
     before = inner_snapshot(conn, S, persona, START)["mood"]
-    after = appraise_turn(conn, S, persona, None, None, {"v": -1.0}, START)
+    after = appraise_turn(conn, S, persona, None, None, {"valence": -1.0}, START)
     assert after["v"] == before["v"]
 
 

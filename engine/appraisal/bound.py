@@ -1,0 +1,46 @@
+"""The turn bound: how far one chat turn may move her shown mood, from her own mood parameters.
+
+Why: one turn at affect -0.8 used to move valence by -0.58, 1.8x her whole 14-day range (issue 12):
+gain 0.35 x lambda 2.25 x 0.8 = 0.63 of latent deviation. A companion is moved by what she is
+told, but one sentence should not take her further than her ordinary ups and downs.
+
+The bound per dimension and side is TURN_SHARE of the distance from her baseline to the bound on
+that side (the same headroom engine/mood.py saturates with): max_step = TURN_SHARE * (1 - b) upward,
+TURN_SHARE * (1 + b) downward. With TURN_SHARE = 0.15 and the default valence baseline 0.1 that is
++0.135 / -0.165. bench/appraisal_bound.py measured, for three charts with no chat, a valence range of
+0.25-0.32 over 14 days and 0.21-0.23 within a day: one turn moves her at most about half her
+fortnight's range (three quarters of an ordinary day's), so two or three sad turns in a row make a
+bad day, and one does not. Because the shown value is
+`b + headroom * tanh(dev / headroom)` (slope <= 1), capping the latent step at max_step caps the
+shown step too, whatever her state; the loss-aversion factor is inside the cap (a negative push
+reaches the cap sooner), and the slower fade of negative deviations is untouched.
+"""
+
+from __future__ import annotations
+
+from engine.appraisal.affect import Push
+from engine.mood import MoodParams
+
+TURN_SHARE = 0.15
+
+
+def turn_bound(params: MoodParams) -> tuple[tuple[float, float], ...]:
+    """Per dimension (max shown step up, max shown step down), both >= 0."""
+    return tuple((TURN_SHARE * max(0.0, 1.0 - b), TURN_SHARE * max(0.0, 1.0 + b)) for b in params.baseline)
+
+
+def bounded_delta(push: Push, params: MoodParams, gain: float) -> Push:
+    """The latent delta to hand to engine.mood.push: gain * push, capped so the shown step stays in turn_bound.
+
+    engine.mood.push multiplies a negative component by the loss-aversion factor, so the negative cap is
+    divided by it here: the step that reaches the latent state is at most max_step either way.
+    """
+    out = []
+    for x, (up, down) in zip(push, turn_bound(params), strict=True):
+        step = gain * x
+        if step > 0:
+            step = min(step, up)
+        elif step < 0:
+            step = max(step, -down / max(params.loss_aversion, 1e-9))
+        out.append(step)
+    return (out[0], out[1], out[2])
