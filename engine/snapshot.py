@@ -28,6 +28,7 @@ from typing import Any
 
 from engine.errors import DamagedStoreError, InputError, StoreError
 from engine.store.connect import connect, sqlite_module
+from engine.store.core import log_event
 from engine.store.lock import DaemonLock, real_path
 from engine.store.migrate import check_not_newer, code_schema_version, db_schema_version
 
@@ -331,6 +332,12 @@ def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
         if file_sha256(partial) != seen["file_sha256"]:
             partial.unlink(missing_ok=True)
             raise StoreError(f"copy of {snapshot} to {partial} differs from the snapshot; check the disk")
+        try:
+            version = _check_copy(partial, seen["tables"])
+            _record_restore(partial, now, seen["file_sha256"])
+        except Exception:
+            partial.unlink(missing_ok=True)
+            raise
         if target.exists():
             backup = target.with_name(f"{target.name}.bak-{stamp}")
             n = 1
@@ -347,17 +354,38 @@ def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
                     side.unlink()
         os.replace(partial, target)
         _fsync_dir(target.parent)
-    check = connect(target, readonly=True)  # reads only: no -wal/-shm owned by whoever ran restore
+    return {"target": str(target), "backup": str(backup) if backup else None, "schema_version": version,
+            "tables": len(seen["tables"]), "contents": seen["summary"]}
+
+
+def _check_copy(partial: Path, tables: dict[str, Any]) -> int:
+    """The copy's tables equal the snapshot's, checked before it replaces anything; returns its schema version."""
+    check = connect(partial, readonly=True)  # reads only: no -wal/-shm owned by whoever ran restore
     try:
         check_not_newer(check)
-        after = table_digests(check)
-        version = db_schema_version(check)
+        if table_digests(check) != tables:
+            raise StoreError(f"copy {partial} does not match the snapshot's tables; nothing was replaced")
+        return db_schema_version(check)
     finally:
         check.close()
-    if after != seen["tables"]:
-        raise StoreError(f"restored {target} does not match the snapshot's tables; the previous file is {backup}")
-    return {"target": str(target), "backup": str(backup) if backup else None, "schema_version": version,
-            "tables": len(after), "contents": seen["summary"]}
+
+
+def _record_restore(partial: Path, now: float, snapshot_sha256: str) -> None:
+    """Append the `restore` event to the verified copy, so the file says it was restored and the next
+    daemon logs `store.restored` once (engine/store/oplog.py), whoever ran the restore.
+
+    Rollback journal for this one write: a root `anima restore` must leave no root-owned -wal or
+    -shm beside the file the service user will open; WAL mode is set back before the file is used.
+    """
+    conn = sqlite_module().connect(str(partial), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = DELETE")
+        log_event(conn, now, "restore", actor="cli", snapshot_sha256=snapshot_sha256)
+        conn.execute("PRAGMA journal_mode = WAL")
+    finally:
+        conn.close()
+    for suffix in ("-wal", "-shm", "-journal"):
+        Path(str(partial) + suffix).unlink(missing_ok=True)
 
 
 def _take_identity(new_file: Path, target: Path) -> None:

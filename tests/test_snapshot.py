@@ -12,7 +12,8 @@ import pytest
 from engine.errors import InputError, LockedError, StoreError
 from engine.memory.ingest import TurnInput, record_turn
 from engine.snapshot import export, manifest_path, restore, table_digests, verify
-from engine.store import connect
+from engine.store import connect, oplog
+from engine.store.core import log_event
 from engine.store.life import add_life_event
 from engine.store.lock import DaemonLock
 from tests.api_support import T0, HashEmbedder, make_database
@@ -104,7 +105,27 @@ def test_restore_into_a_new_path_gives_identical_tables(db: Path, tmp_path: Path
     done = restore(snap, tmp_path / "new" / "her.db", T0)
     assert done["backup"] is None
     conn = connect(tmp_path / "new" / "her.db")
-    assert table_digests(conn) == manifest["tables"]
+    restored = table_digests(conn)
+    # Every table equal, and the event log the snapshot's plus one: the restore itself.
+    assert {t: d for t, d in restored.items() if t != "event_log"} == {
+        t: d for t, d in manifest["tables"].items() if t != "event_log"}
+    assert restored["event_log"]["rows"] == manifest["tables"]["event_log"]["rows"] + 1
+
+
+def test_restore_is_recorded_in_the_file_and_logged_once_by_the_next_daemon(db: Path, tmp_path: Path) -> None:
+    snap = tmp_path / "snap.db"
+    export(db, snap, T0)
+    target = tmp_path / "new" / "her.db"
+    restore(snap, target, T0 + 60)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["her.db", "her.db.lock"]  # no -wal/-shm left
+    conn = connect(target)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    last = conn.execute("SELECT kind, detail_json FROM event_log ORDER BY id DESC LIMIT 1").fetchone()
+    assert last["kind"] == "restore" and json.loads(last["detail_json"])["actor"] == "cli"
+    # The next daemon's start: its log tail begins before the restore, whatever the snapshot's last run did.
+    log_event(conn, T0 + 120, "start", pid=1)
+    names = [w["name"] for w in oplog.writes_after(conn, oplog.start_cursor(conn))]
+    assert names.count("store.restored") == 1
 
 
 def test_restore_keeps_the_replaced_file_and_its_wal_as_a_backup(db: Path, tmp_path: Path) -> None:

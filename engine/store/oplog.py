@@ -59,8 +59,15 @@ def start_cursor(conn: Any) -> int:
     if len(rows) == 1:  # this is the file's first daemon: everything the CLI did before it is new
         return 0
     if len(rows) == 2 and rows[0]["kind"] == "start" and rows[1]["kind"] == "stop":
-        return int(rows[1]["id"])
-    return last_event_id(conn)
+        cursor = int(rows[1]["id"])
+    else:
+        cursor = last_event_id(conn)
+    # A restore replaces the file while no daemon runs (it holds the lock), after the snapshot's own
+    # last run: that run's crash or clean stop says nothing about the restore, which is always new.
+    restored = conn.execute(q("last_restore_event")).fetchone()
+    if restored is not None and len(rows) == 2 and restored["id"] > rows[1]["id"]:
+        cursor = min(cursor, int(restored["id"]) - 1)
+    return cursor
 
 
 def writes_after(conn: Any, after: int, limit: int = 500) -> list[dict[str, Any]]:

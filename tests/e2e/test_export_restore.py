@@ -97,7 +97,9 @@ async def test_export_under_load_then_restore_and_run(tmp_path: Path, start_daem
     assert done.code == 0, done.err
     restored = digests(target)
     for table, want in manifest["tables"].items():
-        assert restored[table] == want, table
+        if table != "event_log":  # which gains one row: the restore itself (engine/snapshot._record_restore)
+            assert restored[table] == want, table
+    assert restored["event_log"]["rows"] == manifest["tables"]["event_log"]["rows"] + 1
     assert first.stop() == 0
 
     second = start_daemon(target)

@@ -24,3 +24,7 @@ ORDER BY id
 -- name: last_lifecycle_events
 -- The newest start/stop events, newest first: where the previous run ended, for the daemon's log tail.
 SELECT id, kind FROM event_log WHERE kind IN ('start', 'stop') ORDER BY id DESC LIMIT 2
+
+-- name: last_restore_event
+-- The newest restore of this file (written into the restored copy by engine/snapshot.restore).
+SELECT id FROM event_log WHERE kind = 'restore' ORDER BY id DESC LIMIT 1
