@@ -5,9 +5,11 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+import pytest
+
 from daemon.api.errors import classify
 from engine.errors import DamagedStoreError, StorageFullError, StoreError
-from engine.store.connect import driver_error, sqlite_module, store_fault
+from engine.store.connect import connect, driver_error, sqlite_module, store_fault
 
 
 def _sqlite_error(code: int, name: str) -> Exception:
@@ -45,3 +47,11 @@ def test_a_full_disk_is_a_503_storage_full_with_a_message_that_says_what_to_do()
     assert status == 503 and body["error"]["code"] == "storage_full"
     assert "full" in body["error"]["message"] and "changed nothing" in body["error"]["message"]
     assert "/var/lib" not in body["error"]["message"]  # paths stay in the operator's log
+
+
+def test_an_in_memory_database_leaves_no_file_named_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    conn = connect(":memory:")
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    assert list(tmp_path.iterdir()) == []

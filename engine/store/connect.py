@@ -63,8 +63,10 @@ def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool
     `with transaction(conn):` block, named for what it does.
     """
     module = sqlite_module()
+    in_memory = str(path) == ":memory:"  # SQLite's name for a private in-RAM database: no file to check or create
     path = Path(path)
-    check_file(path)
+    if not in_memory:
+        check_file(path)
     created = False
     if readonly:
         if not path.exists():
@@ -72,8 +74,9 @@ def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool
         uri = f"file:{path}?mode=ro"
         conn = module.connect(uri, uri=True, isolation_level=None, check_same_thread=check_same_thread)
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        created = _create_private(path)
+        if not in_memory:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            created = _create_private(path)
         conn = module.connect(str(path), isolation_level=None, check_same_thread=check_same_thread)
     try:
         conn.row_factory = module.Row
