@@ -88,7 +88,7 @@ class MemorySettings:
     k: int = 6
     candidate_multiplier: int = 4
     vector_weight: float = 0.7
-    text_weight: float = 0.1
+    text_weight: float = 0.025
     decay_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
     min_score: float = 0.0
