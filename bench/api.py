@@ -264,7 +264,9 @@ def run_shape(shape: str, base_db: Path, work: Path, args: argparse.Namespace, i
     shutil.copyfile(base_db, db)
     sock = str(folder / "a.sock")
     config = folder / "config.toml"
-    config.write_text(f"[log]\nlevel = \"warning\"\n[api]\nsocket_path = \"{sock}\"\n", encoding="utf-8")
+    memory = "".join(f"{item}\n" for item in args.memory)  # --memory KEY=VALUE, written as TOML as given
+    config.write_text(f"[log]\nlevel = \"warning\"\n[api]\nsocket_path = \"{sock}\"\n"
+                      + (f"[memory]\n{memory}" if memory else ""), encoding="utf-8")
     log = open(folder / "daemon.log", "w")  # noqa: SIM115 - closed below
     launch = ["-c", INLINE_LAUNCH] if inline else ["-m", "daemon"]
     daemon = subprocess.Popen([sys.executable, *launch, "--config", str(config), "--db", str(db), "run"],
@@ -289,6 +291,8 @@ def main() -> int:
     parser.add_argument("--seconds", "--duration", dest="seconds", type=float, default=30.0,
                         help="seconds of load per shape (default 30)")
     parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE",
+                        help="a [memory] setting for the daemon, as a TOML line (e.g. context_embed_pending=0)")
     parser.add_argument("--memories", type=int, default=10000)
     parser.add_argument("--db", help="reuse (or build once into) this database file; each shape runs on a copy")
     parser.add_argument("--think-s", type=float, default=2.0, help="paced shape: mean think time between replies")
@@ -314,7 +318,7 @@ def main() -> int:
     conn = connect(db, readonly=True)
     memories = conn.execute("SELECT count(*) FROM mem_episodic").fetchone()[0]
     conn.close()
-    out: dict[str, Any] = {"clients": args.clients, "seconds": args.seconds, "think_s": args.think_s, "set": args.set,
+    out: dict[str, Any] = {"clients": args.clients, "seconds": args.seconds, "think_s": args.think_s, "set": args.set, "memory": args.memory,
                            "memories_at_start": memories, "cpus": os.cpu_count(), "build_s": round(built_s, 1)}
     for shape in [s.strip() for s in args.shapes.split(",") if s.strip()]:
         if shape not in ("closed", "paced"):
