@@ -27,7 +27,7 @@ from typing import Any
 from daemon.component import DaemonContext
 from daemon.logs import get_logger
 from daemon.priority import gate_of
-from engine.memory import vector_index
+from engine.memory import recall, vector_index
 from engine.memory.embed import make_embedder
 from engine.memory.indexer import Drain, write_vectors
 
@@ -200,6 +200,7 @@ class MemoryComponent:
     def __init__(self, embedder: Any = None):
         self._embedder = embedder  # tests pass a stand-in; the API and the indexer share one handle
         self.indexer: VectorIndexer | None = None
+        self._warming: asyncio.Future[None] | None = None
 
     async def start(self, ctx: DaemonContext) -> None:
         started = time.monotonic()
@@ -215,6 +216,14 @@ class MemoryComponent:
         self.indexer = VectorIndexer(ctx, embedder)
         ctx.services["vector_indexer"] = self.indexer
         self.indexer.start()
+        if self._embedder is None:  # the real model: warm recall's tables after READY, not in the first reply
+            self._warming = asyncio.ensure_future(asyncio.to_thread(self._warm_recall, ctx, embedder))
+
+    @staticmethod
+    def _warm_recall(ctx: DaemonContext, embedder: Any) -> None:
+        started = time.monotonic()
+        recall.warm(embedder)
+        ctx.log.info("memory.recall_warm", ms=round(1000 * (time.monotonic() - started), 1))
 
     @staticmethod
     def _load(ctx: DaemonContext) -> Any:
