@@ -30,8 +30,9 @@ from aiohttp import web
 
 from daemon.api import privacy, validation
 from daemon.api.errors import ApiError, classify, error_body
+from daemon.api.gate import RateLimitedLog
 from daemon.component import DaemonContext
-from engine.errors import InputError, StoreError
+from engine.errors import InputError, StorageFullError, StoreError
 
 Handler = Callable[[web.Request, "ApiState", Any], Awaitable[Any]]
 
@@ -45,6 +46,15 @@ class ApiState:
     untold: privacy.UntoldIndex = field(default_factory=privacy.UntoldIndex)
     executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(2, thread_name_prefix="api-embed"))
     persona_obj: Any = None
+    _storage_full_log: RateLimitedLog | None = None
+
+    def storage_full_log(self) -> RateLimitedLog:
+        """One `api.storage_full` warning per [api] error_log_interval_s, with a count: a full disk refuses
+        every write, and a line per refused request would be the log filling the disk further."""
+        if self._storage_full_log is None:
+            self._storage_full_log = RateLimitedLog(self.ctx.log, "api.storage_full",
+                                                    self.settings.api.error_log_interval_s)
+        return self._storage_full_log
 
     def now(self) -> float:
         return self.ctx.clock.now()
@@ -129,7 +139,9 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
         return response
     except Exception as exc:  # every failure leaves as the Error shape, never a traceback
         status, body = classify(exc)
-        if status >= 500:
+        if isinstance(exc, StorageFullError):  # a state (health says so), not a bug: rate-limited
+            api.storage_full_log().hit(op=op.operation_id if op else None)
+        elif status >= 500:
             api.ctx.log.error("api.failed", op=op.operation_id if op else None, status=status,
                               error=type(exc).__name__, where=_where(exc), detail=_safe_detail(exc))
         response = await respond(api, op, status, body, sent=request.get(SENT) or _sent_so_far(request))

@@ -94,7 +94,9 @@ def _daemon_on_full_disk(tmp_path: Path, disk: Path, start_daemon) -> tuple[Path
 
 def test_a_full_disk_refuses_writes_with_503_and_a_stop_still_completes(tmp_path: Path, small_disk: Path,
                                                                        start_daemon) -> None:
-    db, _, config, daemon, _ = _daemon_on_full_disk(tmp_path, small_disk, start_daemon)
+    db, sock, config, daemon, _ = _daemon_on_full_disk(tmp_path, small_disk, start_daemon)
+    refused = [asyncio.run(_call(sock, "POST", "/v1/turns", turn(5000 + n)))[0] for n in range(20)]
+    assert refused == [503] * 20
     daemon.notify.sock.setblocking(False)  # drop what was sent before the disk filled
     with contextlib.suppress(BlockingIOError):
         while True:
@@ -107,6 +109,8 @@ def test_a_full_disk_refuses_writes_with_503_and_a_stop_still_completes(tmp_path
     assert time.monotonic() - started < 12  # a stop always completes (systemd would kill at 25 s)
     log = daemon.log_text()
     assert "Traceback" not in log
+    # Each refusal is a state, not an error line: one rate-limited warning for the lot.
+    assert "event=api.failed" not in log and 1 <= log.count("event=api.storage_full") <= 2
     # Honest gaps: the next start reads clean_stop from stopped_at; it is set only if the stop got on file.
     assert (_stopped_at(db) is None) is ("event=daemon.stop_unrecorded" in log)
 
