@@ -495,9 +495,7 @@ def open_idle(path: str, n: int, within_s: float) -> tuple[list[socket.socket], 
         for sock in pending:
             try:
                 sock.connect(path)
-            except (BlockingIOError, InterruptedError):
-                waiting.append(sock)
-            except OSError:
+            except OSError:  # EAGAIN while the backlog is full, EINTR: try again next round
                 waiting.append(sock)
             else:
                 connected.append(sock)
