@@ -1,0 +1,59 @@
+"""What one finished (or interrupted) activity was, as narration reads it: the contract between her day and her words.
+
+The day machine (engine/day.py, later engine/life/machine.py) builds a `Scene` when an activity ends, is
+interrupted or resumes; engine/life/narrate.py turns it and her running `StoryState` into one sentence. Keeping
+the contract in its own module lets either side change without reading the other.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from enum import StrEnum
+
+from engine.life.world import WorldDay
+
+
+class Outcome(StrEnum):
+    """How it went: outcomes can disappoint (rain on the walk, a friend cancels, the bread fails)."""
+
+    DONE = "done"
+    DISAPPOINTED = "disappointed"
+
+
+class Moment(StrEnum):
+    """Which sentence is wanted: the activity finished, resumed after a chat, or given up after one."""
+
+    COMPLETED = "completed"
+    RESUMED = "resumed"
+    ABANDONED = "abandoned"
+
+
+@dataclass(frozen=True)
+class Companion:
+    """Someone from her cast she did it with (engine/data/cast.toml)."""
+
+    id: str
+    name: str
+    relation: str  # friend | mother | father | colleague | ...
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One activity as it is narrated. Times are her local, timezone-aware clock."""
+
+    kind: str  # activity catalogue key (engine/data/activities.toml)
+    moment: Moment
+    started: dt.datetime
+    ended: dt.datetime  # when it ended, or when the chat interrupted it
+    world: WorldDay  # the world of the local date it ended on
+    outcome: Outcome = Outcome.DONE
+    with_whom: Companion | None = None
+    place: str | None = None  # 家 / 公司 / 公园 ... when the machine knows it
+    valence: float = 0.0  # her mood when it ended (-1..1): colours the wording, never decides the facts
+    remaining_s: float = 0.0  # for RESUMED: how long she still means to go on
+
+    @property
+    def minutes(self) -> int:
+        """Its real duration in whole minutes: every number in the sentence derives from this."""
+        return max(1, round((self.ended - self.started).total_seconds() / 60))
