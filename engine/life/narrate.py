@@ -33,6 +33,14 @@ RESUME_AT_LEAST_MIN = 1
 # Where a sunset is seen: from half an hour before the sun goes down to a little after.
 GLOW_BEFORE = dt.timedelta(minutes=30)
 GLOW_AFTER = dt.timedelta(minutes=25)
+# Every slot a clause may name besides the [words] pools: from the scene, the world and the story (story.py).
+SLOT_NAMES = frozenset({
+    "dur", "remaining", "festival", "new_year", "place", "who", "verb", "high", "low", "steps", "km", "run_km",
+    "sight_line", "fruit", "festival_food",
+    "book", "pages", "next_book", "chapter", "again", "show", "eps", "next_show", "ep", "film", "piece", "next_piece",
+    "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
+    "next_plant", "look", "name", "news", "topic",
+})
 FAMILY_WORDS = {"mother": "妈妈", "father": "爸爸"}  # a daughter says 妈妈, not her mother's name
 
 
