@@ -25,7 +25,11 @@ MOMENTS = ("done", "disappointed", "resumed", "abandoned")
 # Symbols whose alternatives are the clause the sentence is about: a production without one of them is not tried.
 CORE = frozenset({"action", "letdown", "resume", "abandon"})
 # Symbols that may come from the kind's own table or, failing that, the shared [common] table.
-SHARED = frozenset({"setting", "feeling", "resume", "remaining", "abandon", "letdown"})
+# Slots that name a thing and may come back in a later clause ("读{book}……{book}"); every other slot (a number,
+# a sight, a dream) is said once per sentence, so "写了十三页，写了十三页" cannot be composed.
+REPEATABLE = frozenset({"who", "name", "book", "piece", "plant", "project", "show", "course", "verb", "festival",
+                        "topic"})
+SHARED = frozenset({"setting", "feeling", "resume", "remaining", "abandon", "letdown", "regret", "aftermath"})
 _WHERE = "engine/life/data/narration.toml"
 
 
@@ -203,12 +207,13 @@ def fill(text: str, slots: Mapping[str, str]) -> str:
     return SLOT.sub(lambda m: slots[m.group(1)], text)
 
 
-def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mapping[str, str]) -> str | None:
-    """One eligible alternative, filled, or None when none is eligible."""
-    usable = [a for a in alts if eligible(a, facts, slots)]
+def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mapping[str, str],
+           used: frozenset[str] = frozenset()) -> Alt | None:
+    """One eligible alternative that says no number or sight already said (`used` slots), or None."""
+    usable = [a for a in alts if eligible(a, facts, slots) and not (used & (set(a.slots) - REPEATABLE))]
     if not usable:
         return None
-    return fill(rng.choice(usable).text, slots)
+    return rng.choice(usable)
 
 
 def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapping[str, str],
@@ -227,13 +232,15 @@ def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapp
     rng.shuffle(prods)
     for prod in prods:
         clauses: list[str] = []
+        used: frozenset[str] = frozenset()
         for symbol in prod:
-            text = choose(rng, g.alternatives(kind, symbol, moment, event), facts, slots)
-            if text is None:
+            alt = choose(rng, g.alternatives(kind, symbol, moment, event), facts, slots, used)
+            if alt is None:
                 if symbol in CORE or symbol in forced:
                     break
                 continue
-            clauses.append(text)
+            clauses.append(fill(alt.text, slots))
+            used |= set(alt.slots)
         else:
             if clauses:
                 return clauses
