@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import random
 import re
 from zoneinfo import ZoneInfo
 
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.errors import ConfigError, InputError
+from engine.life import story
 from engine.life.grammar import CONDITIONS, MOMENTS, flaws, grammar, parse
 from engine.life.narrate import SLOT_NAMES, StoryState, narrate
 from engine.life.scene import Companion, Moment, Outcome, Scene
@@ -261,3 +263,98 @@ def test_a_walk_states_steps_and_kilometres_of_its_own_length() -> None:
             seen += 1
         assert "八千步" not in text
     assert seen > 0
+
+
+# --- story progress --------------------------------------------------------------------------------------------
+
+LINES = [{"key": "move", "for": ["friend"], "topic": "搬家", "beats": ["{name}要搬家", "{name}在看房", "{name}搬好了"]},
+         {"key": "cat", "for": ["friend"], "topic": "养猫", "beats": ["{name}想养猫", "{name}接猫回家", "{name}的猫胖了"]}]
+
+
+def _call(day: int, moment: Moment = Moment.COMPLETED, outcome: Outcome = Outcome.DONE) -> Scene:
+    return _scene("call_friend", WORLDS[0], 20 + day * 24, 30, moment, outcome, who=FRIEND)
+
+
+def test_a_storyline_moves_one_beat_per_meeting_ends_once_and_never_restarts() -> None:
+    state: dict = {}
+    said = []
+    for week in range(10):
+        told = story.advance_line(state, _call(week * 7), FRIEND, LINES)
+        said.append((told.event, told.slots.get("news")))
+    news = [n for _, n in said if n]
+    assert len(news) == 6 and len(set(news)) == 6  # both storylines told through, then no more news
+    assert [e for e, _ in said].count("line_end") == 2
+    assert said[6:] == [(None, None)] * 4
+    assert news.index("小美搬好了") > news.index("小美在看房") > news.index("小美要搬家")
+
+
+def test_news_waits_a_few_days_and_a_cancelled_call_brings_none() -> None:
+    state: dict = {}
+    assert story.advance_line(state, _call(0), FRIEND, LINES).event == "line_new"
+    assert story.advance_line(state, _call(1), FRIEND, LINES).event is None  # the next day: nothing happened yet
+    assert story.advance_line(state, _call(8, outcome=Outcome.DISAPPOINTED), FRIEND, LINES).event is None
+    assert story.advance_line(state, _call(9, Moment.ABANDONED), FRIEND, LINES).event is None
+    assert story.advance_line(state, _call(10), FRIEND, LINES).event == "line_next"
+
+
+def test_a_storyline_dropped_from_the_catalogue_rests_instead_of_failing() -> None:
+    state: dict = {}
+    story.advance_line(state, _call(0), FRIEND, LINES)
+    key = state["lines"]["xiaomei"]["key"]
+    rest = [line for line in LINES if line["key"] != key]
+    told = story.advance_line(state, _call(7), FRIEND, rest)
+    assert told.event is None and state["lines"]["xiaomei"]["key"] is None
+    assert story.advance_line(state, _call(14), FRIEND, rest).event == "line_new"
+
+
+def test_a_book_ends_only_on_a_completed_sitting_then_the_next_begins() -> None:
+    books = [{"title": "甲", "pages": 40, "chapters": 4}, {"title": "乙", "pages": 300, "chapters": 10}]
+    rng = random.Random(1)
+    state: dict = {}
+    story.advance_book(state, _scene("reading", WORLDS[0], 9, 90, Moment.RESUMED), rng, books)
+    assert state["book"] == {"index": 0, "page": 39}  # capped below the end: the last page waits for a full sitting
+    cut = story.advance_book(state, _scene("reading", WORLDS[0], 11, 60, Moment.ABANDONED), rng, books)
+    assert cut.event is None and state["book"]["index"] == 0
+    done = story.advance_book(state, _scene("reading", WORLDS[0], 13, 30), rng, books)
+    assert done.event == "finished" and done.slots["next_book"] == "《乙》" and done.slots["pages"] == "一页"
+    assert state["book"] == {"index": 1, "page": 0}
+
+
+def test_a_piece_is_smooth_once_then_a_new_piece_starts_from_scratch() -> None:
+    items = [{"name": "《甲》", "hours": 2}, {"name": "《乙》", "hours": 2}]
+    stages = ["磕磕绊绊", "慢慢顺了", "只剩一点"]
+    state: dict = {}
+    events = [story.advance_skill(state, "music", _scene("music", WORLDS[0], 9 + i, 50), items, stages)
+              for i in range(6)]
+    assert [t.event for t in events] == ["new", None, "smooth", "new", None, "smooth"]
+    assert [t.slots["piece"] for t in events] == ["《甲》"] * 3 + ["《乙》"] * 3
+    assert [t.slots.get("stage") for t in events[:3]] == ["慢慢顺了", "只剩一点", None]
+
+
+def test_a_plant_grows_one_stage_at_a_time_with_care_on_separate_days() -> None:
+    plants = [{"name": "薄荷", "stages": [{"day": 0, "news": "种下了", "look": "没动静"},
+                                        {"day": 3, "news": "冒芽了", "look": "小芽"},
+                                        {"day": 5, "news": "长叶了", "look": "叶子"}]}]
+    state: dict = {}
+    events = []
+    for day in (0, 0, 1, 2, 4, 6, 8):
+        events.append(story.advance_plant(state, _scene("plants", WORLDS[0], 9 + day * 24, 10), plants).event)
+    # day 0 sows (care 1), the same day and the next add nothing, day 2 brings care to 3 (sprout), day 4 to 5
+    # (its last stage: the pot is done and a new one is sown on day 6), day 8 sprouts the new pot
+    assert events == [None, None, None, "grew", "ended", None, "grew"]
+
+
+def test_saved_story_state_of_a_wrong_shape_is_an_input_error_naming_the_key() -> None:
+    with pytest.raises(InputError, match="'book'"):
+        StoryState.from_dict({"book": "活着"})
+    assert StoryState.from_dict({"future_key": [1]}).data == {"future_key": [1]}
+
+
+def test_naive_or_backwards_scene_times_are_input_errors() -> None:
+    world = WORLDS[0]
+    naive = dt.datetime.combine(world.date, dt.time(9))
+    with pytest.raises(InputError, match="timezone"):
+        narrate(Scene("walk", Moment.COMPLETED, naive, naive, world), StoryState(), "s")
+    start = dt.datetime.combine(world.date, dt.time(9), ZONE)
+    with pytest.raises(InputError, match="before it starts"):
+        narrate(Scene("walk", Moment.COMPLETED, start, start - dt.timedelta(minutes=5), world), StoryState(), "s")

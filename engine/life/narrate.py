@@ -58,9 +58,22 @@ class StoryState:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> StoryState:
+        """The state saved by to_dict; a wrong shape is an InputError naming the key (unknown keys are kept)."""
         if raw is not None and not isinstance(raw, dict):
             raise InputError(f"story state must be a JSON object, got {type(raw).__name__}")
-        return cls(copy.deepcopy(raw or {}))
+        data = copy.deepcopy(raw or {})
+        for key, value in data.items():
+            wanted = _STATE_SHAPES.get(key)
+            if wanted is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
+                raise InputError(f"story state {key!r} must be a JSON {_SHAPE_NAMES[wanted]}, got {value!r}; "
+                                 "drop the key to start that story afresh")
+        return cls(data)
+
+
+# The shape of each key story.py writes; from_dict checks saved state against it.
+_STATE_SHAPES: dict[str, type] = {"book": dict, "show": dict, "film": int, "skills": dict, "course": dict,
+                                  "journal_page": int, "project": dict, "plant": dict, "lines": dict}
+_SHAPE_NAMES = {dict: "object", int: "integer"}
 
 
 def _rng(seed: str, scene: Scene) -> random.Random:
@@ -227,6 +240,11 @@ def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: s
 def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, StoryState]:
     """One sentence for `scene` (None when there is nothing worth saying) and the story state after it."""
     g = grammar()
+    if scene.started.utcoffset() is None or scene.ended.utcoffset() is None:
+        raise InputError(f"scene {scene.kind!r} times must be timezone-aware, got {scene.started.isoformat()}")
+    if scene.ended < scene.started:
+        raise InputError(f"scene {scene.kind!r} ends ({scene.ended.isoformat()}) before it starts "
+                         f"({scene.started.isoformat()})")
     if scene.kind not in g.kinds:
         if scene.kind in SILENT_KINDS:
             return None, story

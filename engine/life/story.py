@@ -45,7 +45,7 @@ def _pick(items: Sequence[Mapping[str, Any]], index: int) -> tuple[Mapping[str, 
     return items[index % len(items)], index >= len(items)
 
 
-def _title(item: Mapping[str, Any], again: bool) -> str:
+def _title(item: Mapping[str, Any]) -> str:
     return f"《{item['title']}》"
 
 
@@ -56,12 +56,12 @@ def advance_book(state: dict[str, Any], scene: Scene, rng: random.Random, books:
     pages_read = max(1, round(scene.minutes / rng.uniform(*PAGE_MINUTES)))
     total = int(book["pages"])
     page = cur["page"] + pages_read
-    slots = {"book": _title(book, again), "pages": cn_count(pages_read, "页")}
+    slots = {"book": _title(book), "pages": cn_count(pages_read, "页")}
     event = None
     if page >= total and _done(scene):
         slots["pages"] = cn_count(max(1, total - cur["page"]), "页")
         nxt, _ = _pick(books, cur["index"] + 1)
-        slots["next_book"] = _title(nxt, cur["index"] + 1 >= len(books))
+        slots["next_book"] = _title(nxt)
         cur = {"index": cur["index"] + 1, "page": 0}
         event = "finished"
     else:
@@ -80,19 +80,19 @@ def advance_book(state: dict[str, Any], scene: Scene, rng: random.Random, books:
 def advance_show(state: dict[str, Any], scene: Scene, shows: Sequence[Mapping[str, Any]]) -> Told:
     """Episodes from minutes watched; the last episode only on a completed evening, then the next series."""
     cur = dict(state.get("show", {"index": 0, "watched_min": 0}))
-    show, again = _pick(shows, cur["index"])
+    show, _ = _pick(shows, cur["index"])
     episodes = int(show["episodes"])
     before = cur["watched_min"] // EPISODE_MINUTES
     watched = cur["watched_min"] + scene.minutes
     seen = min(episodes, watched // EPISODE_MINUTES)
-    slots = {"show": _title(show, again)}
+    slots = {"show": _title(show)}
     count = seen - before
     if count >= 1:
         slots["eps"] = cn_count(count, "集")
     event = None
     if seen >= episodes and _done(scene):
         nxt, _ = _pick(shows, cur["index"] + 1)
-        slots["next_show"] = _title(nxt, False)
+        slots["next_show"] = _title(nxt)
         cur = {"index": cur["index"] + 1, "watched_min": 0}
         event = "finished"
     else:
@@ -260,8 +260,13 @@ def advance_line(state: dict[str, Any], scene: Scene, who: Companion | None,
         mine.update(key=line["key"], beat=0)
         event = "line_new"
     else:
-        line = next(x for x in fitting if x["key"] == mine["key"])
-        mine["beat"] += 1
+        current = [x for x in fitting if x["key"] == mine["key"]]
+        if not current:  # the catalogue dropped this storyline (or the person's relation changed): let it rest
+            people[who.id] = {**mine, "key": None, "beat": 0}
+            state["lines"] = people
+            return Told(slots)
+        line = current[0]
+        mine["beat"] = min(mine["beat"] + 1, len(line["beats"]) - 1)
         event = "line_next"
     beats: Sequence[str] = line["beats"]
     slots["news"] = beats[mine["beat"]].replace("{name}", name)
