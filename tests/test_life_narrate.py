@@ -182,6 +182,8 @@ def test_every_kind_moment_and_outcome_renders_a_clean_sentence_in_every_world()
         assert flaws(text) == [], (scene.kind, scene.moment, scene.outcome, text)
         assert 6 <= len(text) <= 90, text
         assert not re.search(r"[A-Za-z_]", text.replace("App", "")), text
+        heads = [part[:3] for part in re.split("，", text.rstrip("。！")) if len(part) >= 3]
+        assert len(heads) == len(set(heads)), text  # no "晚上，晚上给自己做了……"
 
 
 def test_flaws_catches_what_the_old_templates_got_wrong() -> None:

@@ -29,6 +29,7 @@ CORE = frozenset({"action", "letdown", "resume", "abandon"})
 # a sight, a dream) is said once per sentence, so "写了十三页，写了十三页" cannot be composed.
 REPEATABLE = frozenset({"who", "name", "book", "piece", "plant", "project", "show", "course", "verb", "festival",
                         "topic"})
+HEAD = 3  # two clauses of one sentence never open with the same three characters
 SHARED = frozenset({"setting", "feeling", "resume", "remaining", "abandon", "letdown", "regret", "aftermath"})
 _WHERE = "engine/life/data/narration.toml"
 
@@ -208,12 +209,23 @@ def fill(text: str, slots: Mapping[str, str]) -> str:
 
 
 def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mapping[str, str],
-           used: frozenset[str] = frozenset()) -> Alt | None:
-    """One eligible alternative that says no number or sight already said (`used` slots), or None."""
+           used: frozenset[str] = frozenset(), said: tuple[str, ...] = ()) -> tuple[Alt, str] | None:
+    """One eligible alternative, filled, that repeats nothing already `said` in the sentence, or None.
+
+    Not repeated: a number or sight already given (`used` slots), and the opening of an earlier clause (so no
+    "晚上，晚上给自己做了……" and no "整个人都松下来了，整个人都轻松了").
+    """
     usable = [a for a in alts if eligible(a, facts, slots) and not (used & (set(a.slots) - REPEATABLE))]
-    if not usable:
-        return None
-    return rng.choice(usable)
+    rng.shuffle(usable)
+    heads = {part[:HEAD] for clause in said for part in clause.split("，")}
+    for alt in usable:
+        text = fill(alt.text, slots)
+        if any(part[:HEAD] in heads for part in text.split("，")):
+            continue
+        if any(text.startswith(clause) or clause.startswith(text) for clause in said):
+            continue
+        return alt, text
+    return None
 
 
 def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapping[str, str],
@@ -234,12 +246,13 @@ def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapp
         clauses: list[str] = []
         used: frozenset[str] = frozenset()
         for symbol in prod:
-            alt = choose(rng, g.alternatives(kind, symbol, moment, event), facts, slots, used)
-            if alt is None:
+            picked = choose(rng, g.alternatives(kind, symbol, moment, event), facts, slots, used, tuple(clauses))
+            if picked is None:
                 if symbol in CORE or symbol in forced:
                     break
                 continue
-            clauses.append(fill(alt.text, slots))
+            alt, text = picked
+            clauses.append(text)
             used |= set(alt.slots)
         else:
             if clauses:
