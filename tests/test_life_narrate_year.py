@@ -181,6 +181,27 @@ def test_books_move_forward_and_end_once() -> None:
     assert finished and max(finished.values()) == 1
 
 
+def test_shows_move_forward_and_episode_counts_fit_the_minutes() -> None:
+    order: list[str] = []
+    last_episode: dict[str, int] = {}
+    for scene, text in _hangzhou():
+        if scene.kind != "drama":
+            continue
+        titles = re.findall(r"《(.+?)》", text)
+        if not titles:
+            continue
+        if not order or order[-1] != titles[0]:
+            assert titles[0] not in order, text
+            order.append(titles[0])
+        for match in re.finditer(rf"看到了?第({NUM})集", text):
+            number = parse_cn_number(match.group(1))
+            assert number >= last_episode.get(titles[0], 0), text
+            last_episode[titles[0]] = number
+        for match in re.finditer(rf"看了({NUM})集", text):
+            assert abs(parse_cn_number(match.group(1)) * 45 - scene.minutes) <= 25, (scene.minutes, text)
+    assert len(order) >= 3
+
+
 def test_a_piece_becomes_smooth_once_then_a_new_one_starts() -> None:
     smooth: Counter[str] = Counter()
     done_with: set[str] = set()

@@ -37,7 +37,7 @@ GLOW_AFTER = dt.timedelta(minutes=25)
 SLOT_NAMES = frozenset({
     "dur", "remaining", "festival", "new_year", "place", "who", "verb", "high", "low", "steps", "km", "run_km",
     "sight_line", "fruit", "festival_food",
-    "book", "pages", "next_book", "chapter", "again", "show", "eps", "next_show", "ep", "film", "piece", "next_piece",
+    "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
     "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
     "next_plant", "look", "name", "news", "topic",
 })

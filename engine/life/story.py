@@ -82,13 +82,14 @@ def advance_show(state: dict[str, Any], scene: Scene, shows: Sequence[Mapping[st
     cur = dict(state.get("show", {"index": 0, "watched_min": 0}))
     show, _ = _pick(shows, cur["index"])
     episodes = int(show["episodes"])
-    before = cur["watched_min"] // EPISODE_MINUTES
     watched = cur["watched_min"] + scene.minutes
     seen = min(episodes, watched // EPISODE_MINUTES)
     slots = {"show": _title(show)}
-    count = seen - before
-    if count >= 1:
+    if scene.minutes >= EPISODE_MINUTES * 3 // 4:  # "两集" is said of the time it takes, not of boundaries crossed
+        count = round(scene.minutes / EPISODE_MINUTES)
         slots["eps"] = cn_count(count, "集")
+        if count >= 2:
+            slots["many_eps"] = slots["eps"]  # "一口气看了两集", never "一口气看了一集"
     event = None
     if seen >= episodes and _done(scene):
         nxt, _ = _pick(shows, cur["index"] + 1)
