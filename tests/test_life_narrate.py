@@ -360,3 +360,12 @@ def test_naive_or_backwards_scene_times_are_input_errors() -> None:
     start = dt.datetime.combine(world.date, dt.time(9), ZONE)
     with pytest.raises(InputError, match="before it starts"):
         narrate(Scene("walk", Moment.COMPLETED, start, start - dt.timedelta(minutes=5), world), StoryState(), "s")
+
+
+def test_work_at_home_is_never_said_to_be_at_the_studio() -> None:
+    world = WORLDS[0]
+    start = dt.datetime.combine(world.date, dt.time(10), ZONE)
+    for seed in range(30):
+        home = Scene("work", Moment.COMPLETED, start, start + dt.timedelta(hours=3), world, place="家")
+        text, _ = narrate(home, StoryState(), str(seed))
+        assert text is not None and "工作室" not in text, text

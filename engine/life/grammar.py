@@ -193,6 +193,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "neg": lambda f: f["band"] == "neg",
     "flat": lambda f: f["band"] == "flat",
     "going": lambda f: bool(f["going"]),  # a commute before noon: to the studio
+    "home": lambda f: f["place"] == "家",  # the day machine says she is at home (a freelance workday)
+    "away": lambda f: f["place"] not in (None, "家"),
 }
 
 

@@ -134,6 +134,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "minutes": scene.minutes,
         "band": _band(scene),
         "going": scene.ended.hour < 12,
+        "place": scene.place,
     }
 
 
