@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import re
 from collections import Counter, defaultdict
 
@@ -272,3 +273,13 @@ def test_disappointments_and_low_moods_never_sound_glad() -> None:
             assert not any(word in text for word in glad), text
             count += 1
     assert count > 100
+
+
+def test_narrate_never_changes_the_story_it_was_given_and_replays_exactly() -> None:
+    story = StoryState()
+    for scene in year_of_scenes(dt.date(2026, 1, 5), 30, "杭州", "replay"):
+        before = json.dumps(story.to_dict(), sort_keys=True, ensure_ascii=False)
+        text, after = narrate(scene, story, "replay")
+        assert json.dumps(story.to_dict(), sort_keys=True, ensure_ascii=False) == before
+        assert narrate(scene, StoryState.from_dict(json.loads(before)), "replay") == (text, after)
+        story = StoryState.from_dict(json.loads(json.dumps(after.to_dict())))  # saved and loaded like the day state
