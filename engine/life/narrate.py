@@ -23,7 +23,7 @@ from engine.life import story as st
 from engine.life.grammar import expand, grammar, sentence
 from engine.life.scene import Moment, Outcome, Scene
 from engine.life.season import sights
-from engine.life.wording import cn_decimal_half, cn_number, duration_phrase
+from engine.life.wording import cn_count, cn_decimal_half, cn_number, duration_phrase
 
 SILENT_KINDS = frozenset({"chat"})  # the chat itself is the user's memory, not a life event
 WALK_STEPS_PER_MIN = (95, 112)  # an ordinary walking cadence
@@ -140,7 +140,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
 
 def _degrees(celsius: float) -> str:
     value = round(celsius)
-    return ("零下" if value < 0 else "") + cn_number(abs(value), liang=False) + "度"
+    return ("零下" if value < 0 else "") + cn_count(abs(value), "度")  # 两度, 十二度
 
 
 class _Slots(dict[str, str]):
