@@ -1,32 +1,269 @@
 """Her sentences about her own life, composed from a `Scene` and her running `StoryState`.
 
-Skeleton of the contract (the real grammar replaces the body): `narrate` is pure and seeded, so a replay of
-the same life gives the same words, and it returns the new story state (a book one chapter further on) that
-the day machine saves with her day state.
+`narrate` is pure and seeded: the same scene, story and seed give the same words, so a replay of the same life
+writes the same events. It works in three steps: the story moves on (engine/life/story.py: a book a few pages
+further, a friend's news), the scene becomes facts and slots (what time of day it is against the sun, the weather,
+the numbers derived from the real minutes), and the grammar (engine/life/grammar.py) composes one sentence whose
+every clause is eligible for those facts. The new story state is returned for the day machine to save.
 """
 
 from __future__ import annotations
 
+import copy
+import datetime as dt
+import functools
+import hashlib
+import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.life.scene import Scene
+from engine.errors import InputError
+from engine.life import story as st
+from engine.life.grammar import expand, grammar, sentence
+from engine.life.scene import Moment, Outcome, Scene
+from engine.life.season import sights
+from engine.life.wording import cn_count, cn_decimal_half, cn_number, duration_phrase
+
+SILENT_KINDS = frozenset({"chat"})  # the chat itself is the user's memory, not a life event
+WALK_STEPS_PER_MIN = (95, 112)  # an ordinary walking cadence
+WALK_KMH = (4.2, 5.2)  # a stroll, slower than a brisk 5.5
+RUN_KMH = (7.5, 9.5)  # an easy jog
+RESUME_AT_LEAST_MIN = 1
+# Where a sunset is seen: from half an hour before the sun goes down to a little after.
+GLOW_BEFORE = dt.timedelta(minutes=30)
+GLOW_AFTER = dt.timedelta(minutes=25)
+# Every slot a clause may name besides the [words] pools: from the scene, the world and the story (story.py).
+SLOT_NAMES = frozenset({
+    "dur", "remaining", "festival", "new_year", "place", "who", "verb", "high", "low", "steps", "km", "run_km",
+    "sight_line", "fruit", "festival_food",
+    "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
+    "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
+    "next_plant", "look", "name", "news", "topic",
+})
+FAMILY_WORDS = {"mother": "妈妈", "father": "爸爸"}  # a daughter says 妈妈, not her mother's name
 
 
 @dataclass(frozen=True)
 class StoryState:
-    """What her narration remembers between sentences (books, shows, skills, plants, storylines)."""
+    """What her narration remembers between sentences (books, shows, skills, plants, storylines, her project).
+
+    JSON-shaped (dicts, lists, strings, numbers) so the day machine can save it with her day state as it is.
+    """
 
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.data)
+        return copy.deepcopy(self.data)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> StoryState:
-        return cls(dict(raw or {}))
+        """The state saved by to_dict; a wrong shape is an InputError naming the key (unknown keys are kept)."""
+        if raw is not None and not isinstance(raw, dict):
+            raise InputError(f"story state must be a JSON object, got {type(raw).__name__}")
+        data = copy.deepcopy(raw or {})
+        for key, value in data.items():
+            wanted = _STATE_SHAPES.get(key)
+            if wanted is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
+                raise InputError(f"story state {key!r} must be a JSON {_SHAPE_NAMES[wanted]}, got {value!r}; "
+                                 "drop the key to start that story afresh")
+        return cls(data)
+
+
+# The shape of each key story.py writes; from_dict checks saved state against it.
+_STATE_SHAPES: dict[str, type] = {"book": dict, "show": dict, "film": int, "skills": dict, "course": dict,
+                                  "journal_page": int, "project": dict, "plant": dict, "lines": dict}
+_SHAPE_NAMES = {dict: "object", int: "integer"}
+
+
+def _rng(seed: str, scene: Scene) -> random.Random:
+    key = "|".join((seed, scene.kind, scene.moment.value, scene.outcome.value, scene.started.isoformat(),
+                    scene.ended.isoformat()))
+    return random.Random(int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big"))
+
+
+def _phase(scene: Scene) -> str:
+    """The part of her day the scene ended in, read against today's sun, not a fixed clock."""
+    end, world = scene.ended, scene.world
+    hour = end.hour + end.minute / 60
+    if hour < 4 or hour >= 23:
+        return "late"
+    if end < world.dawn:
+        return "before_dawn"
+    if end < world.sunrise + dt.timedelta(minutes=90):
+        return "early"
+    if hour < 11:
+        return "morning"
+    if hour < 13.5:
+        return "noon"
+    if end < world.sunset - dt.timedelta(minutes=45):
+        return "afternoon"
+    if end < world.dusk + dt.timedelta(minutes=30):
+        return "dusk"
+    return "evening"
+
+
+def _band(scene: Scene) -> str:
+    """Which feelings fit: a disappointment or a low mood never sounds glad, a glad mood never sounds low."""
+    if scene.outcome is Outcome.DISAPPOINTED or scene.valence <= -0.25:
+        return "neg"
+    if scene.valence >= 0.25:
+        return "pos"
+    return "flat"
+
+
+def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
+    """The facts the grammar's conditions read (engine/life/grammar.py CONDITIONS)."""
+    world = scene.world
+    sky = world.weather in ("晴", "多云")
+    glow = sky and scene.started <= world.sunset + GLOW_AFTER and scene.ended >= world.sunset - GLOW_BEFORE
+    return {
+        "outdoor": outdoor,
+        "weather": world.weather,
+        "temp_low": world.temp_low_c,
+        "temp_high": world.temp_high_c,
+        "phase": _phase(scene),
+        "glow": glow,
+        "dark": scene.ended > world.dusk or scene.ended < world.dawn,
+        "light": world.sunrise <= scene.ended <= world.sunset,
+        "woke_light": world.dawn <= scene.ended <= world.dusk,
+        "day_off": world.is_day_off,
+        "festival": world.festival,
+        "spring_festival": world.spring_festival,
+        "with_whom": scene.with_whom,
+        "minutes": scene.minutes,
+        "band": _band(scene),
+        "going": scene.ended.hour < 12,
+        "place": scene.place,
+    }
+
+
+def _degrees(celsius: float) -> str:
+    value = round(celsius)
+    return ("零下" if value < 0 else "") + cn_count(abs(value), "度")  # 两度, 十二度
+
+
+class _Slots(dict[str, str]):
+    """Slot values, some computed only when a chosen clause uses them (word pools, steps, kilometres).
+
+    Computing lazily keeps a sentence cheap (a simulated year narrates thousands of scenes); the draws still come
+    from the scene's own seeded rng in the order the clauses use them, so the words stay reproducible.
+    """
+
+    def __init__(self, base: dict[str, str], lazy: Mapping[str, Callable[[], str]]) -> None:
+        super().__init__(base)
+        self._lazy = lazy
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or name in self._lazy
+
+    def __missing__(self, name: str) -> str:
+        if name not in self._lazy:
+            raise KeyError(name)
+        value = self[name] = self._lazy[name]()
+        return value
+
+
+def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
+    """Numbers derived from the real duration and the world's own words (today's sights, festival, temperatures)."""
+    world = scene.world
+    g = grammar()
+    minutes = scene.minutes
+    slots = {"dur": duration_phrase(minutes)}
+    if scene.moment is Moment.RESUMED:
+        slots["remaining"] = duration_phrase(max(RESUME_AT_LEAST_MIN, round(scene.remaining_s / 60)))
+    lazy: dict[str, Callable[[], str]] = {
+        "high": lambda: _degrees(world.temp_high_c),
+        "low": lambda: _degrees(world.temp_low_c),
+        "steps": lambda: cn_number(max(100, 100 * round(minutes * rng.uniform(*WALK_STEPS_PER_MIN) / 100))) + "步",
+        "km": lambda: cn_decimal_half(minutes / 60 * rng.uniform(*WALK_KMH), "公里"),
+        "run_km": lambda: cn_decimal_half(minutes / 60 * rng.uniform(*RUN_KMH), "公里"),
+    }
+    for name, pool in g.words.items():
+        lazy[name] = functools.partial(rng.choice, pool)
+    if world.sights:
+        known = sights()
+        lazy["sight_line"] = lambda: _sight_line(rng, world.sights, known)
+        fruits = [name for name in world.sights if known[name].kind == "fruit"]
+        if fruits:
+            lazy["fruit"] = functools.partial(rng.choice, fruits)
+    festival = world.festival or ("春节" if world.spring_festival else None)
+    if festival:
+        slots["festival"] = festival
+        foods = g.data.get("festival_food", {}).get(festival)
+        if foods:
+            lazy["festival_food"] = functools.partial(rng.choice, foods)
+    if world.spring_festival:
+        slots["new_year"] = "过年"
+    if scene.place:
+        slots["place"] = scene.place
+    who = scene.with_whom
+    if who is not None:
+        slots["who"] = FAMILY_WORDS.get(who.relation, who.name)
+    return _Slots(slots, lazy)
+
+
+def _sight_line(rng: random.Random, out_today: tuple[str, ...], known: Mapping[str, Any]) -> str:
+    """A clause about one of today's sights, worded for its kind (a flower opens, fruit is on sale)."""
+    name = rng.choice(out_today)
+    lines = grammar().sight_lines[known[name].kind]
+    return rng.choice(lines).text.replace("{sight}", name)
+
+
+def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: str | None) -> st.Told:
+    """Move the story on for the scene's kind (a no-op Told for kinds with nothing in progress)."""
+    tables = grammar().data["story"]
+    kind = scene.kind
+    if kind == "reading":
+        return st.advance_book(data, scene, rng, tables["book"])
+    if kind == "drama":
+        return st.advance_show(data, scene, tables["show"])
+    if kind == "movie":
+        return st.advance_film(data, tables["films"])
+    if kind in ("music", "drawing", "bake"):
+        track = tables["skill"][kind]
+        return st.advance_skill(data, kind, scene, track["items"], track["stages"])
+    if kind == "study":
+        return st.advance_course(data, scene, tables["course"])
+    if kind == "journal":
+        return st.advance_journal(data, scene, int(tables["notebook_pages"]))
+    if kind == "work":
+        return st.advance_project(data, scene, tables["project"])
+    if kind == "plants":
+        return st.advance_plant(data, scene, tables["plant"])
+    if kind in ("call_friend", "meet_friend", "family_visit", "festival") and scene.with_whom is not None:
+        who = scene.with_whom
+        shown = type(who)(id=who.id, name=who_word or who.name, relation=who.relation)
+        return st.advance_line(data, scene, shown, tables["storyline"])
+    return st.Told()
 
 
 def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, StoryState]:
     """One sentence for `scene` (None when there is nothing worth saying) and the story state after it."""
-    return None, story
+    g = grammar()
+    if scene.started.utcoffset() is None or scene.ended.utcoffset() is None:
+        raise InputError(f"scene {scene.kind!r} times must be timezone-aware, got {scene.started.isoformat()}")
+    if scene.ended < scene.started:
+        raise InputError(f"scene {scene.kind!r} ends ({scene.ended.isoformat()}) before it starts "
+                         f"({scene.started.isoformat()})")
+    if scene.kind not in g.kinds:
+        if scene.kind in SILENT_KINDS:
+            return None, story
+        raise InputError(f"narration has no words for activity kind {scene.kind!r}; known: {', '.join(sorted(g.kinds))}")
+    rng = _rng(seed, scene)
+    data = dict(story.data)  # story.py replaces what it changes and never mutates nested values in place
+    slots = _base_slots(scene, rng)
+    slots["verb"] = g.kinds[scene.kind].verb
+    told = _advance(data, scene, rng, slots.get("who"))
+    slots.update(told.slots)
+    outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
+    facts = facts_of(scene, outdoor)
+    moment = {Moment.RESUMED: "resumed", Moment.ABANDONED: "abandoned"}.get(scene.moment)
+    if moment is None:
+        moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
+    clauses = expand(rng, scene.kind, moment, facts, slots, told.event)
+    if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
+        return None, StoryState(data)
+    glad = facts["band"] == "pos" and moment == "done" and rng.random() < 0.25
+    return sentence(clauses, exclaim=glad), StoryState(data)
+

@@ -1,0 +1,281 @@
+"""What is in progress in her life and how one activity moves it on: books, shows, pieces, plants, storylines, work.
+
+Each `advance_*` is pure: it takes the old story data (a JSON-shaped dict), the scene and a seeded rng and returns
+the new data, the slot values the sentence may use, and the story event worth saying (a book finished, a piece
+finally smooth, a friend's news). Progress only moves forward: pages and episodes grow with real minutes, a piece is
+"smooth" once and then a new one starts, a storyline's ending is said once and that storyline never comes back.
+A milestone (the last page, the smooth run, the delivery) is reached only by an activity that was completed, so an
+interrupted sentence never announces an ending that the next one would have to repeat.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.life.scene import Companion, Moment, Outcome, Scene
+from engine.life.wording import cn_count, cn_ordinal
+
+PAGE_MINUTES = (1.5, 2.0)  # an ordinary reader's pace: one page every 1.5-2 minutes
+EPISODE_MINUTES = 45  # one episode of a drama series
+LESSON_MINUTES = 40  # one lesson of a course
+JOURNAL_MINUTES_PER_PAGE = 8  # a handwritten page with thinking between lines
+LINE_GAP_DAYS = 3  # a friend's news moves on at most every few days: life does not happen between two calls
+PLANT_WATER_DAYS = 2  # watering a plant counts toward its growth once in this many days
+
+
+@dataclass(frozen=True)
+class Told:
+    """What one activity adds to the sentence: slot values and the story event (None when nothing new)."""
+
+    slots: dict[str, str] = field(default_factory=dict)
+    event: str | None = None
+
+
+def _done(scene: Scene) -> bool:
+    return scene.moment is Moment.COMPLETED and scene.outcome is Outcome.DONE
+
+
+def _pick(items: Sequence[Mapping[str, Any]], index: int) -> tuple[Mapping[str, Any], bool]:
+    """The index-th item of a list that wraps around, and whether this is a second round (a reread, a rewatch)."""
+    return items[index % len(items)], index >= len(items)
+
+
+def _title(item: Mapping[str, Any]) -> str:
+    return f"《{item['title']}》"
+
+
+def advance_book(state: dict[str, Any], scene: Scene, rng: random.Random, books: Sequence[Mapping[str, Any]]) -> Told:
+    """Pages from minutes; the chapter follows the page; the last page only on a completed sitting, then a new book."""
+    cur = dict(state.get("book", {"index": 0, "page": 0}))
+    book, again = _pick(books, cur["index"])
+    pages_read = max(1, round(scene.minutes / rng.uniform(*PAGE_MINUTES)))
+    total = int(book["pages"])
+    page = cur["page"] + pages_read
+    slots = {"book": _title(book), "pages": cn_count(pages_read, "页")}
+    event = None
+    if page >= total and _done(scene):
+        slots["pages"] = cn_count(max(1, total - cur["page"]), "页")
+        nxt, _ = _pick(books, cur["index"] + 1)
+        slots["next_book"] = _title(nxt)
+        cur = {"index": cur["index"] + 1, "page": 0}
+        event = "finished"
+    else:
+        page = min(page, total - 1)
+        chapter = 1 + page * int(book["chapters"]) // total
+        slots["chapter"] = cn_ordinal(chapter, "章")
+        if cur["page"] == 0:
+            event = "new" if _done(scene) else None
+        cur = {"index": cur["index"], "page": page}
+    if again:
+        slots["again"] = "重读"
+    state["book"] = cur
+    return Told(slots, event)
+
+
+def advance_show(state: dict[str, Any], scene: Scene, shows: Sequence[Mapping[str, Any]]) -> Told:
+    """Episodes from minutes watched; the last episode only on a completed evening, then the next series."""
+    cur = dict(state.get("show", {"index": 0, "watched_min": 0}))
+    show, _ = _pick(shows, cur["index"])
+    episodes = int(show["episodes"])
+    watched = cur["watched_min"] + scene.minutes
+    seen = min(episodes, watched // EPISODE_MINUTES)
+    slots = {"show": _title(show)}
+    if scene.minutes >= EPISODE_MINUTES * 3 // 4:  # "两集" is said of the time it takes, not of boundaries crossed
+        count = round(scene.minutes / EPISODE_MINUTES)
+        slots["eps"] = cn_count(count, "集")
+        if count >= 2:
+            slots["many_eps"] = slots["eps"]  # "一口气看了两集", never "一口气看了一集"
+    event = None
+    if seen >= episodes and _done(scene):
+        nxt, _ = _pick(shows, cur["index"] + 1)
+        slots["next_show"] = _title(nxt)
+        cur = {"index": cur["index"] + 1, "watched_min": 0}
+        event = "finished"
+    else:
+        watched = min(watched, episodes * EPISODE_MINUTES - 1)
+        slots["ep"] = cn_ordinal(min(episodes, 1 + watched // EPISODE_MINUTES), "集")
+        cur = {"index": cur["index"], "watched_min": watched}
+    state["show"] = cur
+    return Told(slots, event)
+
+
+def advance_film(state: dict[str, Any], films: Sequence[str]) -> Told:
+    """A film she has not seen yet (the list in order, so none is seen twice until all are)."""
+    index = int(state.get("film", 0))
+    state["film"] = index + 1
+    return Told({"film": f"《{films[index % len(films)]}》"})
+
+
+def advance_skill(state: dict[str, Any], track: str, scene: Scene, items: Sequence[Mapping[str, Any]],
+                  stages: Sequence[str]) -> Told:
+    """Practice minutes bring a piece through its stages; it becomes smooth once, on a completed session."""
+    skills = dict(state.get("skills", {}))
+    cur = dict(skills.get(track, {"index": 0, "practice_min": 0}))
+    item, _ = _pick(items, cur["index"])
+    need = int(item["hours"] * 60)
+    practice = cur["practice_min"] + scene.minutes
+    slots = {"piece": str(item["name"])}
+    event = None
+    if practice >= need and _done(scene):
+        nxt, _ = _pick(items, cur["index"] + 1)
+        slots["next_piece"] = str(nxt["name"])
+        cur = {"index": cur["index"] + 1, "practice_min": 0}
+        event = "smooth"
+    else:
+        practice = min(practice, need - 1)
+        slots["stage"] = stages[min(len(stages) - 1, practice * len(stages) // need)]
+        if cur["practice_min"] == 0 and _done(scene):
+            event = "new"
+        cur = {"index": cur["index"], "practice_min": practice}
+    skills[track] = cur
+    state["skills"] = skills
+    return Told(slots, event)
+
+
+def advance_course(state: dict[str, Any], scene: Scene, courses: Sequence[Mapping[str, Any]]) -> Told:
+    """Lessons from minutes of study; a finished course is followed by the next one."""
+    cur = dict(state.get("course", {"index": 0, "studied_min": 0}))
+    course, _ = _pick(courses, cur["index"])
+    lessons = int(course["lessons"])
+    studied = cur["studied_min"] + scene.minutes
+    slots = {"course": str(course["name"])}
+    event = None
+    if studied >= lessons * LESSON_MINUTES and _done(scene):
+        nxt, _ = _pick(courses, cur["index"] + 1)
+        slots["next_course"] = str(nxt["name"])
+        cur = {"index": cur["index"] + 1, "studied_min": 0}
+        event = "finished"
+    else:
+        studied = min(studied, lessons * LESSON_MINUTES - 1)
+        slots["lesson"] = cn_ordinal(1 + studied // LESSON_MINUTES, "课")
+        cur = {"index": cur["index"], "studied_min": studied}
+    state["course"] = cur
+    return Told(slots, event)
+
+
+def advance_journal(state: dict[str, Any], scene: Scene, notebook_pages: int) -> Told:
+    """Pages written from minutes; a full notebook is put away and a new one begun."""
+    written = int(state.get("journal_page", 0))
+    pages = max(1, round(scene.minutes / JOURNAL_MINUTES_PER_PAGE))
+    slots = {"pages": cn_count(pages, "页")}
+    event = None
+    if written + pages >= notebook_pages and _done(scene):
+        written, event = 0, "finished"
+    else:
+        written = min(written + pages, notebook_pages - 1)
+        slots["page_no"] = cn_ordinal(written, "页") if written else cn_ordinal(1, "页")
+    state["journal_page"] = written
+    return Told(slots, event)
+
+
+def advance_project(state: dict[str, Any], scene: Scene, projects: Sequence[Mapping[str, Any]]) -> Told:
+    """Work hours move her studio project through its phases; it is delivered once, then the next one begins."""
+    cur = dict(state.get("project", {"index": 0, "work_min": 0}))
+    project, _ = _pick(projects, cur["index"])
+    phases: Sequence[str] = project["phases"]
+    need = int(project["hours"] * 60)
+    before = cur["work_min"] * len(phases) // need
+    worked = cur["work_min"] + scene.minutes
+    slots = {"project": str(project["name"])}
+    event = None
+    if worked >= need and _done(scene):
+        nxt, _ = _pick(projects, cur["index"] + 1)
+        slots["next_project"] = str(nxt["name"])
+        cur = {"index": cur["index"] + 1, "work_min": 0}
+        event = "delivered"
+    else:
+        worked = min(worked, need - 1)
+        phase = worked * len(phases) // need
+        slots["phase"] = str(phases[phase])
+        if phase > before and _done(scene):
+            event = "phase"
+        cur = {"index": cur["index"], "work_min": worked}
+    state["project"] = cur
+    return Told(slots, event)
+
+
+def advance_plant(state: dict[str, Any], scene: Scene, plants: Sequence[Mapping[str, Any]]) -> Told:
+    """A pot grows by the days it has been cared for; each new stage is said once; after its last one, a new pot."""
+    today = scene.ended.date()
+    cur = dict(state.get("plant", {"index": 0, "care_days": 0, "stage": 0, "last": None}))
+    plant, _ = _pick(plants, cur["index"])
+    stages: Sequence[Mapping[str, Any]] = plant["stages"]
+    last = dt.date.fromisoformat(cur["last"]) if cur["last"] else None
+    if _done(scene) and (last is None or (today - last).days >= PLANT_WATER_DAYS):
+        cur["care_days"] += PLANT_WATER_DAYS if last is not None else 1
+        cur["last"] = today.isoformat()
+    reached = max(i for i, s in enumerate(stages) if cur["care_days"] >= int(s["day"]))
+    slots = {"plant": str(plant["name"])}
+    event = None
+    if reached > cur["stage"] and _done(scene):
+        cur["stage"] = cur["stage"] + 1  # one stage at a time, so none is skipped in the telling
+        slots["growth"] = str(stages[cur["stage"]]["news"])
+        event = "grew"
+        if cur["stage"] == len(stages) - 1:
+            nxt, _ = _pick(plants, cur["index"] + 1)
+            slots["next_plant"] = str(nxt["name"])
+            cur = {"index": cur["index"] + 1, "care_days": 0, "stage": 0, "last": None}
+            event = "ended"
+    else:
+        slots["look"] = str(stages[cur["stage"]]["look"])
+    state["plant"] = cur
+    return Told(slots, event)
+
+
+def _line_order(person: str, count: int) -> list[int]:
+    """The order in which one person's storylines come: fixed per person (a hash), different between people."""
+    order = list(range(count))
+    random.Random(int.from_bytes(hashlib.sha256(person.encode("utf-8")).digest()[:8], "big")).shuffle(order)
+    return order
+
+
+def advance_line(state: dict[str, Any], scene: Scene, who: Companion | None,
+                 lines: Sequence[Mapping[str, Any]]) -> Told:
+    """A meeting or call with someone moves their current storyline on by one beat, at most every few days.
+
+    Storylines are chosen by relation; each one's beats are said in order and its last beat (the ending) once,
+    after which it is marked done for that person and never starts again. When someone has lived through all
+    their storylines, meetings go on without news.
+    """
+    name = who.name if who else ""
+    slots = {"name": name} if who else {}
+    if who is None or not _done(scene):
+        return Told(slots)
+    today = scene.ended.date()
+    people = dict(state.get("lines", {}))
+    mine = dict(people.get(who.id, {"done": [], "key": None, "beat": 0, "last": None}))
+    fitting = [line for line in lines if who.relation in line["for"]]
+    if mine["last"] and (today - dt.date.fromisoformat(mine["last"])).days < LINE_GAP_DAYS:
+        return Told(slots)
+    event = None
+    if mine["key"] is None:
+        waiting = [fitting[i] for i in _line_order(who.id, len(fitting)) if fitting[i]["key"] not in mine["done"]]
+        if not waiting:
+            return Told(slots)
+        line = waiting[0]
+        mine.update(key=line["key"], beat=0)
+        event = "line_new"
+    else:
+        current = [x for x in fitting if x["key"] == mine["key"]]
+        if not current:  # the catalogue dropped this storyline (or the person's relation changed): let it rest
+            people[who.id] = {**mine, "key": None, "beat": 0}
+            state["lines"] = people
+            return Told(slots)
+        line = current[0]
+        mine["beat"] = min(mine["beat"] + 1, len(line["beats"]) - 1)
+        event = "line_next"
+    beats: Sequence[str] = line["beats"]
+    slots["news"] = beats[mine["beat"]].replace("{name}", name)
+    slots["topic"] = str(line["topic"])
+    mine["last"] = today.isoformat()
+    if mine["beat"] == len(beats) - 1:
+        event = "line_end"
+        mine = {"done": [*mine["done"], line["key"]], "key": None, "beat": 0, "last": mine["last"]}
+    people[who.id] = mine
+    state["lines"] = people
+    return Told(slots, event)
