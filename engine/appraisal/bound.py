@@ -12,8 +12,10 @@ TURN_SHARE * (1 + b) downward. With TURN_SHARE = 0.15 and the default valence ba
 fortnight's range (three quarters of an ordinary day's), so two or three sad turns in a row make a
 bad day, and one does not. Because the shown value is
 `b + headroom * tanh(dev / headroom)` (slope <= 1), capping the latent step at max_step caps the
-shown step too, whatever her state; the loss-aversion factor is inside the cap (a negative push
-reaches the cap sooner), and the slower fade of negative deviations is untouched.
+shown step too, whatever her state; the negativity weight on valence is inside the cap (a negative
+valence push reaches the cap sooner). With two layers (engine/mood.py) the push is an emotion whose
+added deviation only shrinks afterwards (mood_gain < 1), so the cap bounds the turn's effect at every
+later instant too, not only at the moment of the push.
 """
 
 from __future__ import annotations
@@ -32,15 +34,17 @@ def turn_bound(params: MoodParams) -> tuple[tuple[float, float], ...]:
 def bounded_delta(push: Push, params: MoodParams, gain: float) -> Push:
     """The latent delta to hand to engine.mood.push: gain * push, capped so the shown step stays in turn_bound.
 
-    engine.mood.push multiplies a negative component by the loss-aversion factor, so the negative cap is
-    divided by it here: the step that reaches the latent state is at most max_step either way.
+    engine.mood.push multiplies a negative valence component by the negativity weight, so the negative
+    valence cap is divided by it here: the step that reaches the latent state is at most max_step either
+    way. Arousal and dominance are symmetric (no weight).
     """
     out = []
-    for x, (up, down) in zip(push, turn_bound(params), strict=True):
+    for i, (x, (up, down)) in enumerate(zip(push, turn_bound(params), strict=True)):
         step = gain * x
+        weight = params.valence_negative_weight if i == 0 else 1.0
         if step > 0:
             step = min(step, up)
         elif step < 0:
-            step = max(step, -down / max(params.loss_aversion, 1e-9))
+            step = max(step, -down / max(weight, 1e-9))
         out.append(step)
     return (out[0], out[1], out[2])
