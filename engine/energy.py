@@ -34,17 +34,18 @@ C_PHASE_H = 8.6
 INERTIA_DEPTH = 0.35      # process W: energy deficit right after waking (fraction of the 0..1 scale)
 INERTIA_TAU_H = 0.66      # Folkard & Åkerstedt: W recovers with rate 1.51 / h
 # Felt energy = LEVEL_MID + HOMEO_WEIGHT (h - 0.5) + CIRC_WEIGHT c(t) - W, h = (H+mean - S) / (H+mean - H-mean).
-# The weights keep the TPM's proportion of circadian amplitude to the homeostatic fall over a waking day
-# (2.5 against ~7 KSS-like units, ~0.36; here 0.30 / 0.80) and put her at ~0.2 when S meets H+ at 23:00.
-LEVEL_MID = 0.50
+# The weights keep the TPM's proportion of the circadian swing to the homeostatic fall over a waking day
+# (C peak-to-trough 2 x 2.5 against S falling ~5 units over 16 h awake; here 2 x 0.38 against 0.80), and
+# put her at ~0.2 when S meets H+ near 23:00.
+LEVEL_MID = 0.48
 HOMEO_WEIGHT = 0.80
-CIRC_WEIGHT = 0.30
+CIRC_WEIGHT = 0.38
 TPM_ACROPHASE_H = 16.8    # Åkerstedt & Folkard: C' = cos(2 pi (t - 16.8) / 24)
 DIP_TROUGH_H = 14.5       # the 12 h harmonic's trough (and its other one at 02:30, the night's low)
-DIP_RATIO = 0.5           # its amplitude relative to the 24 h cosine
+DIP_RATIO = 0.4           # its amplitude relative to the 24 h cosine
 # Naps: the chance of a nap on a day, from her sleepiness (1 - level) in the early-afternoon window. A logistic
-# centred above an ordinary afternoon: ~5 % of ordinary days (sleepiness ~0.37 at 14:30), ~12 % after a
-# night cut to 5.7 h (03:00 to 08:45), most days when she is exhausted (sleepiness > 0.6). Adults nap on
+# centred above an ordinary afternoon: ~5 % of ordinary days (sleepiness ~0.32 at 14:30), ~11 % after a
+# night cut to 5.7 h (03:00 to 08:45), most days when she is exhausted (sleepiness > 0.56). Adults nap on
 # some days, more when short of sleep (e.g. Dinges & Broughton 1989; Faraut et al. 2017).
 NAP_WINDOW_H = (12.5, 16.5)
 # Sleep debt: the felt cost of short main sleeps beyond what S carries (S is nearly made up by the later
@@ -56,7 +57,7 @@ DEBT_CARRY = 0.5
 DEBT_CAP_H = 8.0
 DEBT_WEIGHT = 0.03        # felt energy per hour of debt
 MAIN_SLEEP_MIN_H = 3.0
-NAP_CENTRE = 0.60
+NAP_CENTRE = 0.56
 NAP_SCALE = 0.08
 
 
