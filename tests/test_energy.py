@@ -159,3 +159,24 @@ def test_naps_are_occasional_on_ordinary_days_and_likelier_after_a_short_night()
 
 def test_activity_cost_tires_faster() -> None:
     assert en.step_s(0.3, 3600, False, P, rate=1.6) > en.step_s(0.3, 3600, False, P, rate=1.0)
+
+
+def test_a_stored_state_without_sleep_debt_still_loads_and_a_state_round_trips() -> None:
+    old = en.Energy.from_dict({"s": 0.4, "asleep": False, "woke_at": 10.0, "at": 20.0})
+    assert old.debt_h == 0.0 and old.slept_at is None
+    state = en.Energy(s=0.3, asleep=True, woke_at=1.0, at=50.0, slept_at=40.0, debt_h=1.5)
+    assert en.Energy.from_dict(state.to_dict()) == state
+
+
+def test_sleep_debt_builds_over_short_nights_recovers_over_long_ones_and_naps_leave_it() -> None:
+    e = en.Energy(s=0.65, asleep=False, woke_at=None, at=0.0)
+    for _ in range(3):                                   # three 5 h nights
+        e = en.switch(en.step(en.switch(e, asleep=True), e.at + 5 * 3600, P, asleep=True), asleep=False)
+        e = en.step(e, e.at + 19 * 3600, P, asleep=False)
+    assert e.debt_h == pytest.approx(5.25)               # carry 0.5 a night: 3, then 4.5, then 5.25
+    nap = en.switch(en.step(en.switch(e, asleep=True), e.at + 1800, P, asleep=True), asleep=False)
+    assert nap.debt_h == e.debt_h and nap.s < e.s        # a nap lowers S, not the debt
+    for _ in range(3):                                   # three 10 h nights pay it back
+        e = en.switch(en.step(en.switch(e, asleep=True), e.at + 10 * 3600, P, asleep=True), asleep=False)
+        e = en.step(e, e.at + 14 * 3600, P, asleep=False)
+    assert e.debt_h == 0.0
