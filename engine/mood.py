@@ -70,7 +70,7 @@ class MoodParams:
     emotion_half_life_min: float = 20.0            # the emotion layer (minutes)
     mood_gain: float = 0.35                        # share of an emotion that becomes mood (its integral)
     negativity_weight: float | None = None         # explicit valence weight for negative impulses
-    tone_sd: float = 0.10                          # day-to-day SD of the valence tone (latent units)
+    tone_sd: float = 0.12                          # day-to-day SD of the valence tone (latent units)
     tone_persistence: float = 0.6                  # AR(1) coefficient from one day's tone to the next
     sleep_need_h: float = 7.5                      # a night shorter than this lowers the next day
     sleep_tone_per_h: float = 0.04                 # valence tone per hour of sleep short of the need

@@ -60,7 +60,7 @@ class MoodSettings:
     chat_push_gain: float = 0.35
     emotion_half_life_min: float = 20.0
     mood_gain: float = 0.35
-    tone_sd: float = 0.10
+    tone_sd: float = 0.12
     tone_persistence: float = 0.6
 
 
