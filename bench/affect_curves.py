@@ -61,7 +61,7 @@ def live(seed: str, mp: mm.MoodParams, ep: en.EnergyParams, days: int,
         slept_h = (wake - energy.at) / HOUR
         sleeps.append(slept_h)
         energy = en.switch(en.step(energy, wake, ep, asleep=True), asleep=False)
-        mood = mm.set_tone(mm.relax(mood, wake, mp), mm.day_tone(seed, day, mp) + mm.sleep_tone(slept_h, mp))
+        mood = mm.set_tone(mm.relax(mood, wake, mp), mm.waking_tone(seed, day, slept_h, mp))
         bed = midnight + (_bedtime_h(day) if day != late_night else 27.0) * HOUR
         nap_at, nap_decided = midnight + 14.5 * HOUR, False
         valence: list[float] = []

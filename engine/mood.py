@@ -222,8 +222,8 @@ def day_tone(seed: str, date: dt.date, params: MoodParams) -> float:
     same on every run and after any downtime. Day-to-day persistence of daily mood is well documented in
     diary studies (e.g. moderate lag-1 autocorrelation of daily affect, Kuppens, Allen & Sheeber 2010 on
     emotional inertia). Zero mean: over many days her valence averages her persona's baseline.
-    How the day machine applies it: once per local day (at waking), `mood = set_tone(mood,
-    day_tone(seed, today, p) + sleep_tone(slept_h, p))`; the mood layer then drifts to it over hours.
+    How the day machine applies it: once per local day, at waking from the main sleep,
+    `mood = set_tone(mood, waking_tone(seed, today, slept_h, p))`; the mood layer drifts to it over hours.
     """
     phi, sigma = params.tone_persistence, params.tone_sd
     scale = sigma * math.sqrt(max(0.0, 1.0 - phi * phi))
@@ -244,6 +244,11 @@ def sleep_tone(slept_h: float, params: MoodParams) -> float:
         return 0.0
     short = max(0.0, params.sleep_need_h - slept_h)
     return max(params.sleep_tone_floor, -params.sleep_tone_per_h * short)
+
+
+def waking_tone(seed: str, date: dt.date, slept_h: float | None, params: MoodParams) -> float:
+    """The tone to set when she wakes on `date` after `slept_h` hours (None: unknown, no sleep effect)."""
+    return day_tone(seed, date, params) + (0.0 if slept_h is None else sleep_tone(slept_h, params))
 
 
 # --- labels ---------------------------------------------------------------------------------------

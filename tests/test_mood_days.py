@@ -20,7 +20,7 @@ def quiet_day_means(seed: str, p: m.MoodParams, days: int, slept_h: float = 8.0)
     means = []
     for d in range(-10, days):                       # ten days of run-in so day 0 starts in her rhythm
         wake = (d + 10) * 86400.0 + 7 * 3600.0
-        tone = m.day_tone(seed, START + dt.timedelta(days=d), p) + m.sleep_tone(slept_h, p)
+        tone = m.waking_tone(seed, START + dt.timedelta(days=d), slept_h, p)
         mood = m.set_tone(m.relax(mood, wake, p), tone)
         hourly = [m.values(m.relax(mood, wake + h * 3600.0, p), p)[0] for h in range(17)]
         mood = m.relax(mood, wake + 16 * 3600.0, p)
@@ -66,3 +66,10 @@ def test_a_short_night_lowers_the_next_day_and_a_normal_one_costs_nothing() -> N
     rested = quiet_day_means("night", p, 30)
     short = quiet_day_means("night", p, 30, slept_h=5.0)
     assert all(s < r - 0.05 for s, r in zip(short, rested, strict=True))
+
+
+def test_the_waking_tone_is_the_day_tone_plus_the_nights_cost() -> None:
+    p = m.MoodParams()
+    day = dt.date(2027, 2, 9)
+    assert m.waking_tone("w", day, None, p) == m.day_tone("w", day, p)
+    assert m.waking_tone("w", day, 5.5, p) == m.day_tone("w", day, p) + m.sleep_tone(5.5, p)
