@@ -98,3 +98,15 @@ def test_the_bound_follows_her_baseline() -> None:
     cheerful, gloomy = MoodParams(baseline=(0.5, 0.0, 0.0)), MoodParams(baseline=(-0.5, 0.0, 0.0))
     assert turn_bound(cheerful)[0] == pytest.approx((TURN_SHARE * 0.5, TURN_SHARE * 1.5))
     assert turn_bound(gloomy)[0] == pytest.approx((TURN_SHARE * 1.5, TURN_SHARE * 0.5))
+
+
+def test_what_stays_of_the_strongest_turn_is_a_third_of_its_sting() -> None:
+    params = MoodParams(loss_aversion=2.25)
+    start = mood_model.at_baseline(0.0)
+    pushed = mood_model.push(start, bounded_delta(affect_push({"valence": -1.0}), params, 0.35), params)
+    sting = mood_model.values(pushed, params)[0] - 0.1
+    assert sting == pytest.approx(-TURN_SHARE * 1.1, abs=0.005)
+    lasting = [mood_model.relax(pushed, h * 3600.0, params).mood[0] for h in (0.5, 1.0, 1.5, 2.0, 4.0, 8.0)]
+    assert min(lasting) < 0.25 * sting                       # it does stay: a quarter or more of the sting...
+    assert min(lasting) > 0.32 * sting                       # ...but not more than about a third
+    assert mood_model.relax(pushed, 3600.0, params).emotion[0] > 0.2 * sting   # the sting itself is gone in ~1 h

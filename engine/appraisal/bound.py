@@ -7,10 +7,14 @@ told, but one sentence should not take her further than her ordinary ups and dow
 The bound per dimension and side is TURN_SHARE of the distance from her baseline to the bound on
 that side (the same headroom engine/mood.py saturates with): max_step = TURN_SHARE * (1 - b) upward,
 TURN_SHARE * (1 + b) downward. With TURN_SHARE = 0.15 and the default valence baseline 0.1 that is
-+0.135 / -0.165. bench/appraisal_bound.py measured, for three charts with no chat, a valence range of
-0.25-0.32 over 14 days and 0.21-0.23 within a day: one turn moves her at most about half her
-fortnight's range (three quarters of an ordinary day's), so two or three sad turns in a row make a
-bad day, and one does not. Because the shown value is
++0.135 / -0.165. With two layers (engine/mood.py) that capped step is the turn's *feeling*, gone
+with the emotion's half-life (20 min); what stays the evening is its share in the mood layer, at most
+~0.3 of the step (mood_gain 0.35, peaking ~1.5 h later): <= 0.05 on valence, half the SD of her
+day-mean valence (0.08-0.11 over 120 quiet days, bench/affect_curves.py). So one sad turn stings
+and then colours her evening a little, a run of them makes a bad day. (One-layer measurement that set
+TURN_SHARE, bench/appraisal_bound.py: valence range 0.25-0.32 over 14 days; with two layers and no
+day tone on the day machine yet it reads 0.13-0.15, the day tone widens it again.)
+Because the shown value is
 `b + headroom * tanh(dev / headroom)` (slope <= 1), capping the latent step at max_step caps the
 shown step too, whatever her state; the negativity weight on valence is inside the cap (a negative
 valence push reaches the cap sooner). With two layers (engine/mood.py) the push is an emotion whose
