@@ -1,11 +1,19 @@
-"""Energy over the day: Borbély's two-process model (sleep pressure S and circadian C), in closed form.
+"""Energy over the day: when she sleeps (Borbély's S and C) and how awake she feels (the three-process model).
 
-Process S (homeostatic sleep pressure) rises while awake, `S = 1 - (1 - S) exp(-dt / 18.2 h)`, and
-falls while asleep, `S = S exp(-dt / 4.2 h)` (Daan, Beersma & Borbély 1984). Process C is their
-skewed circadian sine, a sum of five harmonics with period 24 h; it moves the sleep threshold
-`H+ = 0.67 + 0.12 C` and the wake threshold `H- = 0.17 + 0.12 C`. She falls asleep when S meets H+
-and wakes when S meets H-. Her felt energy is where S sits between the two thresholds, lowered for
-a while after waking by sleep inertia (Åkerstedt & Folkard's process W, time constant ~0.66 h).
+Sleep and waking (Borbély 1982; Daan, Beersma & Borbély 1984): process S (homeostatic sleep
+pressure) rises while awake, `S = 1 - (1 - S) exp(-dt / 18.2 h)`, and falls while asleep,
+`S = S exp(-dt / 4.2 h)`. Their skewed circadian sine C (five harmonics, period 24 h) moves the sleep
+threshold `H+ = 0.67 + 0.12 C` and the wake threshold `H- = 0.17 + 0.12 C`: she falls asleep when S
+meets H+ and wakes when S meets H-. So a late night is followed by a shorter sleep that ends near her
+usual time (the circadian wake threshold) and S is still high on waking: the debt carries over.
+
+Felt energy (level) follows Åkerstedt & Folkard's three-process model of alertness (TPM, 1995/1997:
+alertness = S' + C' + W): the homeostatic part is where S sits between the mean thresholds; the
+circadian part is the TPM cosine with its acrophase at 16.8 h plus a 12 h harmonic with its trough
+at 14:30 (the post-lunch dip; extended TPM, e.g. Ingre et al. 2014; Monk 2005), which together hold
+alertness up in the evening (the wake-maintenance zone, 2-3 h before habitual sleep, Strogatz 1987;
+Lavie 1986) before it falls toward bedtime; W is sleep inertia after waking (TPM: depth recovering
+at 1.51 / h). Level is continuous across sleep onset: inertia applies on waking only.
 Activities scale the rise of S (exercise tires faster, resting slower) or let it fall (naps).
 Every function takes time as a parameter; nothing here reads a clock.
 """
@@ -25,9 +33,32 @@ C_AMPLITUDE = 0.12
 C_PHASE_H = 8.6
 INERTIA_DEPTH = 0.35      # process W: energy deficit right after waking (fraction of the 0..1 scale)
 INERTIA_TAU_H = 0.66      # Folkard & Åkerstedt: W recovers with rate 1.51 / h
-# S sits a little below H- in the late morning (C rises faster than S); scale so that peak reads just under 1
-# instead of clipping, which would flatten "highest in the late morning" into a plateau.
-LEVEL_SCALE = 0.92
+# Felt energy = LEVEL_MID + HOMEO_WEIGHT (h - 0.5) + CIRC_WEIGHT c(t) - W, h = (H+mean - S) / (H+mean - H-mean).
+# The weights keep the TPM's proportion of the circadian swing to the homeostatic fall over a waking day
+# (C peak-to-trough 2 x 2.5 against S falling ~5 units over 16 h awake; here 2 x 0.38 against 0.80), and
+# put her at ~0.2 when S meets H+ near 23:00.
+LEVEL_MID = 0.48
+HOMEO_WEIGHT = 0.80
+CIRC_WEIGHT = 0.38
+TPM_ACROPHASE_H = 16.8    # Åkerstedt & Folkard: C' = cos(2 pi (t - 16.8) / 24)
+DIP_TROUGH_H = 14.5       # the 12 h harmonic's trough (and its other one at 02:30, the night's low)
+DIP_RATIO = 0.4           # its amplitude relative to the 24 h cosine
+# Naps: the chance of a nap on a day, from her sleepiness (1 - level) in the early-afternoon window. A logistic
+# centred above an ordinary afternoon: ~5 % of ordinary days (sleepiness ~0.32 at 14:30), ~11 % after a
+# night cut to 5.7 h (03:00 to 08:45), most days when she is exhausted (sleepiness > 0.56). Adults nap on
+# some days, more when short of sleep (e.g. Dinges & Broughton 1989; Faraut et al. 2017).
+NAP_WINDOW_H = (12.5, 16.5)
+# Sleep debt: the felt cost of short main sleeps beyond what S carries (S is nearly made up by the later
+# waking a late night brings). Restricted sleep costs alertness cumulatively and recovers over nights
+# (Van Dongen, Maislin, Mullington & Dinges 2003; Banks & Dinges 2007). debt' = carry * debt + (need - slept),
+# clamped to [0, DEBT_CAP_H]; a sleep shorter than MAIN_SLEEP_MIN_H is a nap and leaves the debt alone.
+SLEEP_NEED_H = 8.0
+DEBT_CARRY = 0.5
+DEBT_CAP_H = 8.0
+DEBT_WEIGHT = 0.03        # felt energy per hour of debt
+MAIN_SLEEP_MIN_H = 3.0
+NAP_CENTRE = 0.56
+NAP_SCALE = 0.08
 
 
 @dataclass(frozen=True)
@@ -40,19 +71,25 @@ class EnergyParams:
 
 @dataclass(frozen=True)
 class Energy:
-    s: float                 # sleep pressure, 0..1
+    s: float                        # sleep pressure, 0..1
     asleep: bool
-    woke_at: float | None    # when she last woke (for sleep inertia), Unix seconds
-    at: float                # the instant this state describes
+    woke_at: float | None           # when she last woke (for sleep inertia), Unix seconds
+    at: float                       # the instant this state describes
+    slept_at: float | None = None   # when the current (or last) sleep began
+    debt_h: float = 0.0             # sleep debt carried from recent main sleeps (hours, >= 0)
 
     def to_dict(self) -> dict[str, object]:
-        return {"s": self.s, "asleep": self.asleep, "woke_at": self.woke_at, "at": self.at}
+        return {"s": self.s, "asleep": self.asleep, "woke_at": self.woke_at, "at": self.at,
+                "slept_at": self.slept_at, "debt_h": self.debt_h}
 
     @classmethod
     def from_dict(cls, raw: dict[str, object]) -> Energy:
-        woke = raw.get("woke_at")
+        """Load a stored state; older states without slept_at / debt_h start with no debt."""
+        woke, slept = raw.get("woke_at"), raw.get("slept_at")
         return cls(s=float(raw["s"]), asleep=bool(raw["asleep"]),  # type: ignore[arg-type]
-                   woke_at=None if woke is None else float(woke), at=float(raw["at"]))  # type: ignore[arg-type]
+                   woke_at=None if woke is None else float(woke), at=float(raw["at"]),  # type: ignore[arg-type]
+                   slept_at=None if slept is None else float(slept),  # type: ignore[arg-type]
+                   debt_h=float(raw.get("debt_h", 0.0)))  # type: ignore[arg-type]
 
 
 def local_hour(t: float, params: EnergyParams) -> float:
@@ -82,26 +119,87 @@ def step_s(s: float, dt: float, asleep: bool, params: EnergyParams, rate: float 
 
 
 def step(energy: Energy, now: float, params: EnergyParams, *, asleep: bool, rate: float = 1.0) -> Energy:
-    """Advance to `now` in one exact step with a constant sleep/wake state and activity rate."""
+    """Advance to `now` in one exact step with a constant sleep/wake state and activity rate.
+
+    A change of state happens at energy.at: waking there settles the sleep debt of the sleep that ended.
+    """
     dt = now - energy.at
     if dt <= 0:
         return energy
-    woke_at = energy.woke_at
-    if energy.asleep and not asleep:
-        woke_at = energy.at
-    return Energy(s=step_s(energy.s, dt, asleep, params, rate), asleep=asleep, woke_at=woke_at, at=now)
+    switched = switch(energy, asleep=asleep)
+    return replace(switched, s=step_s(energy.s, dt, asleep, params, rate), at=now)
+
+
+def switch(energy: Energy, *, asleep: bool) -> Energy:
+    """Fall asleep or wake at energy.at (no time passes); waking from a main sleep updates the debt."""
+    if asleep == energy.asleep:
+        return energy
+    if asleep:
+        return replace(energy, asleep=True, slept_at=energy.at)
+    debt = energy.debt_h
+    if energy.slept_at is not None:
+        slept_h = (energy.at - energy.slept_at) / HOUR
+        if slept_h >= MAIN_SLEEP_MIN_H:
+            debt = min(DEBT_CAP_H, max(0.0, DEBT_CARRY * debt + SLEEP_NEED_H - slept_h))
+    return replace(energy, asleep=False, woke_at=energy.at, debt_h=debt)
+
+
+def homeostatic(s: float) -> float:
+    """Where S sits between the mean thresholds: ~1 just after a full sleep, 0 at the mean sleep threshold."""
+    return (H_PLUS_MEAN - s) / (H_PLUS_MEAN - H_MINUS_MEAN)
+
+
+def circadian_alertness(t: float, params: EnergyParams) -> float:
+    """The TPM circadian term with the post-lunch 12 h harmonic, shifted later by the chronotype (about -1.5..1.5)."""
+    h = local_hour(t, params) - params.chronotype_shift_h
+    return (math.cos(2.0 * math.pi * (h - TPM_ACROPHASE_H) / 24.0)
+            + DIP_RATIO * math.cos(4.0 * math.pi * (h - DIP_TROUGH_H + 6.0) / 24.0))
+
+
+def inertia(energy: Energy, t: float) -> float:
+    """Process W: the deficit right after waking, fading with the TPM rate; none while asleep."""
+    if energy.asleep or energy.woke_at is None:
+        return 0.0
+    return INERTIA_DEPTH * math.exp(-max(0.0, t - energy.woke_at) / (INERTIA_TAU_H * HOUR))
 
 
 def level(energy: Energy, params: EnergyParams, now: float | None = None) -> float:
-    """Felt energy in [0, 1]: 1 at the wake threshold, 0 at the sleep threshold, minus sleep inertia."""
+    """Felt energy in [0, 1] at `now` (default energy.at): homeostatic + circadian alertness - sleep inertia.
+
+    `now` is read for the clock-dependent terms only; S is the state's (step first to move S).
+    Continuous across sleep onset (no step down when she falls asleep): inertia applies on waking only.
+    """
     t = energy.at if now is None else now
-    h_plus, h_minus = thresholds(t, params)
-    raw = LEVEL_SCALE * (h_plus - energy.s) / (h_plus - h_minus)
-    if energy.asleep:
-        raw -= INERTIA_DEPTH  # asleep she has no energy to spend (and waking into inertia)
-    elif energy.woke_at is not None:
-        raw -= INERTIA_DEPTH * math.exp(-max(0.0, t - energy.woke_at) / (INERTIA_TAU_H * HOUR))
+    raw = (LEVEL_MID + HOMEO_WEIGHT * (homeostatic(energy.s) - 0.5)
+           + CIRC_WEIGHT * circadian_alertness(t, params) - inertia(energy, t) - DEBT_WEIGHT * energy.debt_h)
     return min(1.0, max(0.0, raw))
+
+
+def nap_pressure(energy: Energy, params: EnergyParams, now: float | None = None) -> float:
+    """Her sleepiness, 1 - level, in [0, 1]: what nap_chance reads."""
+    return 1.0 - level(energy, params, now)
+
+
+def nap_chance(energy: Energy, params: EnergyParams, now: float | None = None) -> float:
+    """The chance (0..1) that she naps today, read once in the early-afternoon window; 0 outside it or asleep.
+
+    How the day machine uses it: once per day, at the first decision inside NAP_WINDOW_H (local hours, shifted
+    by the chronotype) with at least ~3 h before bed, draw u from the day's seeded rng and nap if
+    u < nap_chance(...); a nap is `step(..., asleep=True)` for 20-40 min, then waking with inertia.
+    """
+    t = energy.at if now is None else now
+    h = local_hour(t, params) - params.chronotype_shift_h
+    if energy.asleep or not NAP_WINDOW_H[0] <= h % 24.0 < NAP_WINDOW_H[1]:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-(nap_pressure(energy, params, t) - NAP_CENTRE) / NAP_SCALE))
+
+
+def sleep_length_h(energy: Energy, params: EnergyParams) -> float:
+    """If she falls asleep at energy.at with its S, how long until she wakes at the H- crossing (hours).
+
+    Varies with pressure and circadian phase: later onsets give shorter sleeps ending near her usual wake.
+    """
+    return (crossing(energy.s, energy.at, params, asleep=True) - energy.at) / HOUR
 
 
 def crossing(s: float, start: float, params: EnergyParams, *, asleep: bool, limit_h: float = 30.0,
@@ -140,9 +238,8 @@ def free_run(energy: Energy, until: float, params: EnergyParams) -> Energy:
     """Step over a stretch with no activities (downtime): sleep and wake at the threshold crossings."""
     cur = energy
     while cur.at < until:
-        switch = crossing(cur.s, cur.at, params, asleep=cur.asleep)
-        if switch >= until:
+        at = crossing(cur.s, cur.at, params, asleep=cur.asleep)
+        if at >= until:
             return step(cur, until, params, asleep=cur.asleep)
-        cur = step(cur, switch, params, asleep=cur.asleep)
-        cur = replace(cur, asleep=not cur.asleep, woke_at=switch if cur.asleep else cur.woke_at)
+        cur = switch(step(cur, at, params, asleep=cur.asleep), asleep=not cur.asleep)
     return cur

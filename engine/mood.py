@@ -1,86 +1,190 @@
-"""Mood dynamics: relaxation toward a baseline and appraisal pushes, in closed form.
+"""Mood dynamics: short emotions that feed a slow mood around a personal baseline, in closed form.
 
-State: valence V, arousal A and dominance D, each in [-1, 1] (energy E in [0, 1] comes from
-engine.energy and is reported beside them). Each dimension keeps its deviation from the personal
-baseline in two latent parts, a positive one and a negative one, because they fade differently:
-between events each part relaxes in closed form, `x <- b + (x - b) * exp(-ln2 * dt / h)` on the
-latent deviation, so a gap of any length is one exact step. Negative pushes are multiplied by the
-loss-aversion factor lambda (Tversky & Kahneman 1992: 2.25; persona range 1.5-2.5) and relax with
-a longer half-life (negativity bias, Baumeister et al. 2001). The shown value is the baseline plus
-the latent deviation passed through a soft saturation, `headroom * tanh(dev / headroom)`, whose
-headroom is the distance to the bound on that side: slope 1 near the baseline, never out of range.
+Two layers after ALMA (Gebhard 2005: emotion -> mood -> personality). Each dimension (valence V,
+arousal A, dominance D, each shown in [-1, 1]; energy E in [0, 1] comes from engine.energy) keeps
+two latent deviations from the persona's baseline:
+- an *emotion* e, the immediate reaction to one event, with a half-life of minutes
+  (`emotion_half_life_min`, default 20): `de/dt = -alpha e`, alpha = ln2 / h_e;
+- a *mood* m with a half-life of hours (`half_life_h`), fed by the emotion's integral and drifting
+  toward the day's tone T (valence only, see day_tone): `dm/dt = -beta (m - T) + k e`,
+  beta = ln2 / h_m, k = mood_gain * alpha.
+So one event changes the mood by about `mood_gain` of its size and fades with it; a run of events
+in a few hours piles up in the mood and lasts the evening. The linear system has the exact solution
+  e(t) = e0 exp(-alpha t)
+  m(t) = T + (m0 - T) exp(-beta t) + k e0 (exp(-beta t) - exp(-alpha t)) / (alpha - beta),
+so a gap of any length is one exact step. With no events she rests at her baseline (plus the tone).
+The shown value is `baseline + headroom * tanh((m + e) / headroom)`, headroom the distance to the bound
+on that side: slope 1 near the baseline, never out of range. With mood_gain < 1 the latent deviation
+one push adds, (1 - c) exp(-alpha t) + c exp(-beta t) times the push with c = k / (alpha - beta), only
+shrinks after the push (its derivative is negative for all t), so a bound on the push bounds its whole
+effect (engine/appraisal/bound.py relies on it).
+
+Negativity bias, one mechanism, valence only: a negative valence impulse weighs `negativity_weight`
+(1.5-2.0) times a positive one of the same size ("bad is stronger than good", Baumeister, Bratslavsky,
+Finkenauer & Vohs 2001; Rozin & Royzman 2001), and fades like any other. Arousal and dominance are
+symmetric. The loss-aversion lambda of money gambles (Tversky & Kahneman 1992) is not used: the
+persona's stored `loss_aversion` (1.5-2.5, a name kept so stored rows still load) is read as her
+sensitivity to bad events and mapped onto the weight range.
+
+Bad days on her own: day_tone(seed, date) is a seeded AR(1) over days (zero mean), and sleep_tone
+lowers a day after a short night; the day machine sets their sum with set_tone once a day.
 The mood label (ALMA's eight PAD octants with slightly / moderately / fully) is derived, never stored.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 LN2 = math.log(2.0)
 HOUR = 3600.0
+MINUTE = 60.0
 DIMS = ("v", "a", "d")
 # Latent deviations beyond this are indistinguishable after saturation (tanh(3) = 0.995); capping keeps
 # a long run of pushes from making her unresponsive for days.
 LATENT_CAP = 3.0
+# The negativity weight range: Baumeister et al. 2001 and Rozin & Royzman 2001 report bad events weighing
+# roughly 1.5-2 times good ones of the same size (no single constant; this is the range their reviews span).
+NEGATIVITY_WEIGHT_RANGE = (1.5, 2.0)
+# The persona's stored sensitivity scale (persona.toml bounds for `loss_aversion`), mapped linearly onto it.
+SENSITIVITY_RANGE = (1.5, 2.5)
+# day_tone sums the AR(1) innovations of this many past days: persistence ** 40 is < 1e-8 for persistence <= 0.6.
+TONE_MEMORY_DAYS = 40
+
+Triple = tuple[float, float, float]
 
 
 @dataclass(frozen=True)
 class MoodParams:
-    baseline: tuple[float, float, float] = (0.1, 0.0, 0.05)
-    half_life_h: tuple[float, float, float] = (6.0, 2.0, 8.0)
-    negative_half_life_factor: float = 1.8
-    loss_aversion: float = 2.25
+    baseline: Triple = (0.1, 0.0, 0.05)
+    half_life_h: Triple = (6.0, 2.0, 8.0)          # the mood layer (hours)
+    # Kept so older callers still construct MoodParams; ignored: the one negativity mechanism is
+    # negativity_weight on valence (see the module docstring).
+    negative_half_life_factor: float = 1.0
+    # Her sensitivity to bad events on the persona's 1.5-2.5 scale (stored under this name); mapped onto
+    # NEGATIVITY_WEIGHT_RANGE unless negativity_weight is given.
+    loss_aversion: float = 2.0
+    emotion_half_life_min: float = 20.0            # the emotion layer (minutes)
+    mood_gain: float = 0.35                        # share of an emotion that becomes mood (its integral)
+    negativity_weight: float | None = None         # explicit valence weight for negative impulses
+    tone_sd: float = 0.12                          # day-to-day SD of the valence tone (latent units)
+    tone_persistence: float = 0.6                  # AR(1) coefficient from one day's tone to the next
+    sleep_need_h: float = 7.5                      # a night shorter than this lowers the next day
+    sleep_tone_per_h: float = 0.04                 # valence tone per hour of sleep short of the need
+    sleep_tone_floor: float = -0.2                 # the most a short night can lower a day
+
+    @property
+    def valence_negative_weight(self) -> float:
+        """The weight on negative valence impulses (1.5-2.0, Baumeister et al. 2001)."""
+        if self.negativity_weight is not None:
+            return self.negativity_weight
+        lo, hi = NEGATIVITY_WEIGHT_RANGE
+        s_lo, s_hi = SENSITIVITY_RANGE
+        share = min(1.0, max(0.0, (self.loss_aversion - s_lo) / (s_hi - s_lo)))
+        return lo + (hi - lo) * share
 
 
 @dataclass(frozen=True)
 class Mood:
-    pos: tuple[float, float, float]   # latent positive deviations (>= 0)
-    neg: tuple[float, float, float]   # latent negative deviations (<= 0)
-    at: float                         # the instant this state describes
+    emotion: Triple      # fast latent deviations (minutes)
+    mood: Triple         # slow latent deviations (hours)
+    at: float            # the instant this state describes
+    tone: float = 0.0    # the day's valence offset the mood layer drifts toward (set_tone)
+
+    @property
+    def pos(self) -> Triple:
+        """The positive part of each total latent deviation (for readers of the one-layer state)."""
+        return tuple(max(0.0, e + m) for e, m in zip(self.emotion, self.mood, strict=True))  # type: ignore[return-value]
+
+    @property
+    def neg(self) -> Triple:
+        """The negative part of each total latent deviation."""
+        return tuple(min(0.0, e + m) for e, m in zip(self.emotion, self.mood, strict=True))  # type: ignore[return-value]
 
     def to_dict(self) -> dict[str, object]:
-        return {"pos": list(self.pos), "neg": list(self.neg), "at": self.at}
+        # pos/neg are derived views written for older readers; from_dict reads emotion/mood when present.
+        return {"emotion": list(self.emotion), "mood": list(self.mood), "tone": self.tone, "at": self.at,
+                "pos": list(self.pos), "neg": list(self.neg)}
 
     @classmethod
     def from_dict(cls, raw: dict[str, object]) -> Mood:
-        pos = tuple(float(x) for x in raw["pos"])  # type: ignore[attr-defined]
-        neg = tuple(float(x) for x in raw["neg"])  # type: ignore[attr-defined]
-        return cls(pos=pos, neg=neg, at=float(raw["at"]))  # type: ignore[arg-type]
+        """Load a stored state; a one-layer state ({"pos", "neg", "at"}) becomes all mood, no emotion."""
+        at = float(raw["at"])  # type: ignore[arg-type]
+        tone = float(raw.get("tone", 0.0))  # type: ignore[arg-type]
+        if "mood" in raw:
+            emotion = _triple(raw.get("emotion", (0.0, 0.0, 0.0)))
+            return cls(emotion=emotion, mood=_triple(raw["mood"]), at=at, tone=tone)
+        total = tuple(p + n for p, n in zip(_triple(raw["pos"]), _triple(raw["neg"]), strict=True))
+        return cls(emotion=(0.0, 0.0, 0.0), mood=total, at=at, tone=tone)  # type: ignore[arg-type]
+
+
+def _triple(raw: object) -> Triple:
+    a, b, c = (float(x) for x in raw)  # type: ignore[attr-defined]
+    return (a, b, c)
 
 
 def at_baseline(now: float) -> Mood:
-    return Mood(pos=(0.0, 0.0, 0.0), neg=(0.0, 0.0, 0.0), at=now)
+    return Mood(emotion=(0.0, 0.0, 0.0), mood=(0.0, 0.0, 0.0), at=now)
 
 
-def decay_factor(dt: float, half_life_h: float) -> float:
+def decay_factor(dt_s: float, half_life_h: float) -> float:
     """exp(-ln2 * dt / h): the closed-form share of a deviation left after dt seconds."""
-    return math.exp(-LN2 * max(0.0, dt) / (half_life_h * HOUR))
+    return math.exp(-LN2 * max(0.0, dt_s) / (half_life_h * HOUR))
+
+
+def _cap(x: float) -> float:
+    return max(-LATENT_CAP, min(LATENT_CAP, x))
+
+
+def relax_layers(e0: float, m0: float, target: float, dt_s: float, emotion_half_life_h: float,
+                 mood_half_life_h: float, gain: float) -> tuple[float, float]:
+    """(e, m) after dt seconds of the two-layer system, exact (see the module docstring)."""
+    alpha = LN2 / (emotion_half_life_h * HOUR)
+    beta = LN2 / (mood_half_life_h * HOUR)
+    fa, fb = math.exp(-alpha * dt_s), math.exp(-beta * dt_s)
+    k = gain * alpha
+    # equal rates: the limit k e0 t exp(-alpha t) (the general form divides by ~0 there)
+    near = abs(alpha - beta) < 1e-9 * alpha
+    fed = k * e0 * dt_s * fa if near else k * e0 * (fb - fa) / (alpha - beta)
+    return e0 * fa, target + (m0 - target) * fb + fed
 
 
 def relax(mood: Mood, now: float, params: MoodParams) -> Mood:
-    """Let each latent part fade toward the baseline over now - mood.at (no-op if now is not later)."""
-    dt = now - mood.at
-    if dt <= 0:
+    """Let emotions fade into the mood and the mood toward baseline + tone over now - mood.at (no-op if not later)."""
+    dt_s = now - mood.at
+    if dt_s <= 0:
         return mood
-    pos = tuple(p * decay_factor(dt, h) for p, h in zip(mood.pos, params.half_life_h, strict=True))
-    neg = tuple(n * decay_factor(dt, h * params.negative_half_life_factor)
-                for n, h in zip(mood.neg, params.half_life_h, strict=True))
-    return Mood(pos=pos, neg=neg, at=now)  # type: ignore[arg-type]
+    eh = params.emotion_half_life_min * MINUTE / HOUR
+    emotion, mood_layer = [], []
+    for i, (e0, m0, mh) in enumerate(zip(mood.emotion, mood.mood, params.half_life_h, strict=True)):
+        target = mood.tone if i == 0 else 0.0
+        e, m = relax_layers(e0, m0, target, dt_s, eh, mh, params.mood_gain)
+        emotion.append(e)
+        mood_layer.append(_cap(m))
+    return Mood(emotion=(emotion[0], emotion[1], emotion[2]), mood=(mood_layer[0], mood_layer[1], mood_layer[2]),
+                at=now, tone=mood.tone)
 
 
-def push(mood: Mood, delta: tuple[float, float, float], params: MoodParams) -> Mood:
-    """Apply one appraised event; negative components weigh lambda times more (loss aversion)."""
-    pos = list(mood.pos)
-    neg = list(mood.neg)
+def push(mood: Mood, delta: Triple, params: MoodParams) -> Mood:
+    """Apply one appraised event as an emotion; a negative valence impulse weighs valence_negative_weight more."""
+    emotion = list(mood.emotion)
     for i, x in enumerate(delta):
         if not math.isfinite(x):
             continue
-        if x > 0:
-            pos[i] = min(LATENT_CAP, pos[i] + x)
-        elif x < 0:
-            neg[i] = max(-LATENT_CAP, neg[i] + params.loss_aversion * x)
-    return Mood(pos=tuple(pos), neg=tuple(neg), at=mood.at)  # type: ignore[arg-type]
+        if i == 0 and x < 0:
+            x *= params.valence_negative_weight
+        emotion[i] = _cap(emotion[i] + x)
+    return replace(mood, emotion=(emotion[0], emotion[1], emotion[2]))
+
+
+def set_tone(mood: Mood, tone: float) -> Mood:
+    """The day's valence tone (day_tone + sleep_tone): the mood layer drifts to it with its own half-life."""
+    if not math.isfinite(tone):
+        return mood
+    return replace(mood, tone=_cap(tone))
 
 
 def saturate(baseline: float, deviation: float) -> float:
@@ -91,12 +195,63 @@ def saturate(baseline: float, deviation: float) -> float:
     return max(-1.0, min(1.0, baseline + headroom * math.tanh(deviation / headroom)))
 
 
-def values(mood: Mood, params: MoodParams) -> tuple[float, float, float]:
-    """The shown (V, A, D), each in [-1, 1]."""
+def values(mood: Mood, params: MoodParams) -> Triple:
+    """The shown (V, A, D), each in [-1, 1]: baseline + saturated (mood + emotion)."""
     return tuple(  # type: ignore[return-value]
-        saturate(b, p + n) for b, p, n in zip(params.baseline, mood.pos, mood.neg, strict=True)
+        saturate(b, m + e) for b, m, e in zip(params.baseline, mood.mood, mood.emotion, strict=True)
     )
 
+
+# --- bad days on her own -------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)   # pure; consecutive days share 39 of their 40 innovations
+def _normal(seed: str, day: dt.date) -> float:
+    """A standard normal draw fixed by (seed, date): Box-Muller on two uniforms from SHA-256."""
+    digest = hashlib.sha256(f"{seed}|tone|{day.isoformat()}".encode()).digest()
+    u1 = (int.from_bytes(digest[:8], "big") + 0.5) / 2.0**64
+    u2 = int.from_bytes(digest[8:16], "big") / 2.0**64
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+def day_tone(seed: str, date: dt.date, params: MoodParams) -> float:
+    """Her valence tone for a local date: a stationary AR(1) over days, zero mean, SD tone_sd.
+
+    x_d = phi x_{d-1} + sigma sqrt(1 - phi^2) eps_d with eps_d ~ N(0, 1) fixed by (seed, date), written as
+    the moving sum of the last TONE_MEMORY_DAYS innovations so that any date is computed on its own, the
+    same on every run and after any downtime. Day-to-day persistence of daily mood is well documented in
+    diary studies (e.g. moderate lag-1 autocorrelation of daily affect, Kuppens, Allen & Sheeber 2010 on
+    emotional inertia). Zero mean: over many days her valence averages her persona's baseline.
+    How the day machine applies it: once per local day, at waking from the main sleep,
+    `mood = set_tone(mood, waking_tone(seed, today, slept_h, p))`; the mood layer drifts to it over hours.
+    """
+    phi, sigma = params.tone_persistence, params.tone_sd
+    scale = sigma * math.sqrt(max(0.0, 1.0 - phi * phi))
+    total = 0.0
+    for k in range(TONE_MEMORY_DAYS):
+        total += (phi ** k) * _normal(seed, date - dt.timedelta(days=k))
+    return scale * total
+
+
+def sleep_tone(slept_h: float, params: MoodParams) -> float:
+    """A short night lowers the next day's valence (poor sleep predicts lower next-day mood in
+    ecological momentary studies, e.g. Triantafillou et al. 2019).
+
+    sleep_tone_per_h per hour short of sleep_need_h, down to sleep_tone_floor; a night of normal length
+    (or longer) costs nothing, so on her usual nights the long-run mean stays at the baseline.
+    """
+    if not math.isfinite(slept_h):
+        return 0.0
+    short = max(0.0, params.sleep_need_h - slept_h)
+    return max(params.sleep_tone_floor, -params.sleep_tone_per_h * short)
+
+
+def waking_tone(seed: str, date: dt.date, slept_h: float | None, params: MoodParams) -> float:
+    """The tone to set when she wakes on `date` after `slept_h` hours (None: unknown, no sleep effect)."""
+    return day_tone(seed, date, params) + (0.0 if slept_h is None else sleep_tone(slept_h, params))
+
+
+# --- labels ---------------------------------------------------------------------------------------
 
 # ALMA (Gebhard 2005) names the eight octants of PAD space; intensity is the distance from the origin
 # in thirds of the cube's half-diagonal sqrt(3).

@@ -1,8 +1,9 @@
 """Persona from the BaZi chart: the documented mapping in engine/data/persona.toml, applied deterministically.
 
 The mapping is a cultural persona device (see the data file's header): element shares and day-master
-strength become her mood baselines, half-life factors, loss aversion, chronotype, sociability and
-activity preferences, each clamped into documented bounds.
+strength become her mood baselines, half-life factors, sensitivity to bad events (stored under its old
+name loss_aversion; engine/mood.py maps it to a valence weight), chronotype, sociability and activity
+preferences, each clamped into documented bounds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from engine.bazi import BRANCH_ELEMENT, ELEMENTS, STEM_ELEMENT
 from engine.errors import ConfigError
+from engine.mood import MoodParams
 
 SCALARS = ("baseline_v", "baseline_a", "baseline_d", "half_life_factor_v", "half_life_factor_a",
            "half_life_factor_d", "loss_aversion", "chronotype_shift_h", "sociability")
@@ -153,11 +155,15 @@ def describe_persona(chart: dict[str, Any], persona: Persona) -> dict[str, Any]:
         "主导五行": f"{top[0]}、{top[1]}",
         "日主强弱": strong,
         "性情": f"心情基调{mood}，{'外向爱热闹' if persona.sociability > 0.55 else '喜欢独处' if persona.sociability < 0.45 else '内外平衡'}",
-        "负面情绪": f"在意得失的程度 λ={persona.loss_aversion:.2f}（1.5 淡然 ~ 2.5 敏感）",
+        "负面情绪": f"坏事的分量是好事的 {_bad_weight(persona):.2f} 倍（1.5 淡然 ~ 2.0 敏感）",
         "作息": f"{rhythm}，一般 {int(sleep_at) % 24:02d}:{int(round((sleep_at % 1) * 60)) % 60:02d} 前后入睡",
         "喜欢": "、".join(_ZH_CATEGORY[c] for c in favourite),
         "说明": "这是借用五行文化词汇的人设工具，不是对真人的判断。",
     }
+
+
+def _bad_weight(persona: Persona) -> float:
+    return MoodParams(loss_aversion=persona.loss_aversion).valence_negative_weight
 
 
 def persona_of_companion(companion: dict[str, Any] | None) -> Persona | None:

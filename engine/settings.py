@@ -53,9 +53,15 @@ class MoodSettings:
     half_life_v_h: float = 6.0
     half_life_a_h: float = 2.0
     half_life_d_h: float = 8.0
-    negative_half_life_factor: float = 1.8
-    loss_aversion: float = 2.25
+    # Ignored since the two-layer mood (engine/mood.py has one negativity mechanism, a weight on negative
+    # valence); kept so older config files and callers still load.
+    negative_half_life_factor: float = 1.0
+    loss_aversion: float = 2.0
     chat_push_gain: float = 0.35
+    emotion_half_life_min: float = 20.0
+    mood_gain: float = 0.35
+    tone_sd: float = 0.12
+    tone_persistence: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,10 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("memory", "embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
     ("memory", "query_embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
     ("mood", "loss_aversion"): (lambda v: 1.0 <= v <= 3.0, "a number from 1.0 to 3.0"),
+    ("mood", "emotion_half_life_min"): (lambda v: 1 <= v <= 120, "a number of minutes from 1 to 120"),
+    ("mood", "mood_gain"): (lambda v: 0 <= v < 1, "a fraction from 0 up to (not including) 1"),
+    ("mood", "tone_sd"): (lambda v: 0 <= v <= 0.5, "a number from 0 to 0.5"),
+    ("mood", "tone_persistence"): (lambda v: 0 <= v <= 0.6, "a number from 0 to 0.6"),
     ("mood", "half_life_v_h"): (lambda v: v > 0, "a number of hours > 0"),
     ("mood", "half_life_a_h"): (lambda v: v > 0, "a number of hours > 0"),
     ("mood", "half_life_d_h"): (lambda v: v > 0, "a number of hours > 0"),

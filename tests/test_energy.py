@@ -1,9 +1,10 @@
-"""Energy (Borbély two-process model): the published equations, and a default rhythm of ~23:00-07:00."""
+"""Energy: Borbély's S and C (published equations, a default rhythm of ~23:00-07:00) and the TPM felt-energy curve."""
 
 from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -66,20 +67,116 @@ def test_chronotype_shifts_the_rhythm() -> None:
     assert late - early > 1.0
 
 
-def test_energy_lowest_before_sleep_and_highest_late_morning() -> None:
-    state = en.spin_up(MIDNIGHT + 5 * 3600, P, days=5)   # 05:00, still asleep
-    samples = []
+def _ordinary_day(params: en.EnergyParams = P) -> dict[float, float]:
+    """Felt energy every 30 min of an ordinary awake day (free rhythm, five days of spin-up), by local hour."""
+    state = en.spin_up(MIDNIGHT + 5 * 3600, params, days=5)   # 05:00, still asleep
+    out = {}
     t = state.at
     while t < MIDNIGHT + 24 * 3600:
-        t += 300
-        state = en.free_run(state, t, P)
+        t += 1800
+        state = en.free_run(state, t, params)
         if not state.asleep:
-            samples.append((en.level(state, P), en.local_hour(t, P)))
-    low = min(samples)
-    high = max(samples)
-    assert low[1] >= 21.5
-    assert 9.0 <= high[1] <= 12.5
+            out[round(en.local_hour(t, params), 1)] = en.level(state, params)
+    return out
+
+
+def test_felt_energy_has_a_post_lunch_dip_and_holds_up_in_the_evening() -> None:
+    day = _ordinary_day()
+    morning_peak = max(day, key=lambda h: day[h] if h < 12 else -1)
+    assert 8.0 <= morning_peak <= 11.0
+    dip = min(day, key=lambda h: day[h] if 12 <= h <= 17 else 9)
+    assert 13.0 <= dip <= 15.5
+    assert day[dip] < day[11.0] - 0.05 and day[dip] < day[18.5] - 0.04     # a dip, then a second wind
+    # the wake-maintenance zone: no linear slide from 09:00 to ~0.1 at 21:00 (issue 12)
+    assert day[20.0] > day[dip] - 0.02 and day[21.0] >= 0.45
+    assert day[22.5] < day[21.0] - 0.15                                     # then it falls toward bed
+    evening = [day[h] for h in sorted(day) if h >= 19.0]
+    assert all(b < a for a, b in zip(evening, evening[1:], strict=False))
+
+
+def test_the_curve_moves_with_the_chronotype() -> None:
+    late = en.EnergyParams(chronotype_shift_h=1.0)
+    day_p, day_late = _ordinary_day(), _ordinary_day(late)
+    dip_p = min((h for h in day_p if 12 <= h <= 17), key=day_p.__getitem__)
+    dip_late = min((h for h in day_late if 12 <= h <= 18), key=day_late.__getitem__)
+    assert dip_late - dip_p == pytest.approx(1.0, abs=0.5)
+
+
+def test_level_is_continuous_across_sleep_onset_and_inertia_comes_on_waking() -> None:
+    awake = en.spin_up(MIDNIGHT + 22 * 3600, P, days=5)
+    assert not awake.asleep
+    asleep = en.step(awake, awake.at + 1.0, P, asleep=True)
+    assert abs(en.level(asleep, P) - en.level(awake, P)) < 0.001            # no 0.35 step down
+    woken = en.step(en.step(asleep, asleep.at + 8 * 3600, P, asleep=True), asleep.at + 8 * 3600 + 1, P,
+                    asleep=False)
+    before = en.level(en.step(asleep, asleep.at + 8 * 3600, P, asleep=True), P)
+    assert en.level(woken, P) < before - 0.3                                # groggy right after waking
+    assert en.inertia(woken, woken.at + 3 * 3600) < 0.01                    # and over it within a few hours
+
+
+def _night_from(awake_until: float) -> tuple[en.Energy, float]:
+    """Awake from an ordinary 07:00 waking until `awake_until`, then asleep to the H- crossing: (woken, hours slept)."""
+    state = en.free_run(en.spin_up(MIDNIGHT + 12 * 3600, P, days=5), MIDNIGHT + 12 * 3600, P)
+    state = en.step(state, awake_until, P, asleep=False)
+    slept = en.sleep_length_h(state, P)
+    wake = awake_until + slept * 3600
+    asleep = en.step(state, wake, P, asleep=True)
+    return en.step(asleep, wake + 1, P, asleep=False), slept
+
+
+def test_a_late_night_gives_a_shorter_later_sleep_and_a_lower_next_day() -> None:
+    usual, usual_h = _night_from(MIDNIGHT + 23 * 3600)
+    late, late_h = _night_from(MIDNIGHT + 27 * 3600)                        # chatting until 03:00
+    assert 7.5 <= usual_h <= 8.5
+    assert late_h < usual_h - 1.5                                           # she does not sleep the debt off
+    assert late.at > usual.at + 1800                                        # and wakes later
+    assert late.s > usual.s + 0.03                                          # S carries over
+    for hour in (11, 15, 19):
+        t = MIDNIGHT + (24 + hour) * 3600
+        a = en.level(en.step(usual, t, P, asleep=False), P)
+        b = en.level(en.step(late, t, P, asleep=False), P)
+        assert b < a - 0.05
+
+
+def test_sleep_length_varies_with_the_hour_she_goes_to_bed() -> None:
+    lengths = [_night_from(MIDNIGHT + h * 3600)[1] for h in (22.0, 23.0, 24.0, 25.0)]
+    assert all(b < a for a, b in zip(lengths, lengths[1:], strict=False))
+    assert lengths[0] - lengths[-1] > 1.5
+
+
+def test_naps_are_occasional_on_ordinary_days_and_likelier_after_a_short_night() -> None:
+    usual, _ = _night_from(MIDNIGHT + 23 * 3600)
+    late, _ = _night_from(MIDNIGHT + 27 * 3600)
+    afternoon = MIDNIGHT + (24 + 14.5) * 3600
+    ordinary = en.nap_chance(en.step(usual, afternoon, P, asleep=False), P)
+    tired = en.nap_chance(en.step(late, afternoon, P, asleep=False), P)
+    assert 0.04 <= ordinary <= 0.15
+    assert tired > 2 * ordinary and tired <= 0.6
+    morning = en.step(usual, MIDNIGHT + (24 + 10) * 3600, P, asleep=False)
+    assert en.nap_chance(morning, P) == 0.0                                 # only in the early-afternoon window
+    assert en.nap_chance(en.step(morning, afternoon, P, asleep=True), P) == 0.0
 
 
 def test_activity_cost_tires_faster() -> None:
     assert en.step_s(0.3, 3600, False, P, rate=1.6) > en.step_s(0.3, 3600, False, P, rate=1.0)
+
+
+def test_a_stored_state_without_sleep_debt_still_loads_and_a_state_round_trips() -> None:
+    old = en.Energy.from_dict({"s": 0.4, "asleep": False, "woke_at": 10.0, "at": 20.0})
+    assert old.debt_h == 0.0 and old.slept_at is None
+    state = en.Energy(s=0.3, asleep=True, woke_at=1.0, at=50.0, slept_at=40.0, debt_h=1.5)
+    assert en.Energy.from_dict(state.to_dict()) == state
+
+
+def test_sleep_debt_builds_over_short_nights_recovers_over_long_ones_and_naps_leave_it() -> None:
+    e = en.Energy(s=0.65, asleep=False, woke_at=None, at=0.0)
+    for _ in range(3):                                   # three 5 h nights
+        e = en.switch(en.step(en.switch(e, asleep=True), e.at + 5 * 3600, P, asleep=True), asleep=False)
+        e = en.step(e, e.at + 19 * 3600, P, asleep=False)
+    assert e.debt_h == pytest.approx(5.25)               # carry 0.5 a night: 3, then 4.5, then 5.25
+    nap = en.switch(en.step(en.switch(e, asleep=True), e.at + 1800, P, asleep=True), asleep=False)
+    assert nap.debt_h == e.debt_h and nap.s < e.s        # a nap lowers S, not the debt
+    for _ in range(3):                                   # three 10 h nights pay it back
+        e = en.switch(en.step(en.switch(e, asleep=True), e.at + 10 * 3600, P, asleep=True), asleep=False)
+        e = en.step(e, e.at + 14 * 3600, P, asleep=False)
+    assert e.debt_h == 0.0

@@ -54,11 +54,11 @@ def test_activities_neither_overlap_nor_leave_gaps() -> None:
         assert before["t1"] > before["t0"]
 
 
-def test_energy_is_lowest_before_sleep_and_highest_in_the_late_morning() -> None:
+def test_energy_is_lowest_before_sleep_and_highest_in_the_morning() -> None:
     for day in json.loads(run(BIRTH_A))["daily"]:
         assert day["main_sleep_t0"] - day["energy_min_ts"] <= 2 * 3600, day
         hour = int(day["energy_max_at"][:2]) + int(day["energy_max_at"][3:]) / 60
-        assert 9.0 <= hour <= 12.5, day
+        assert 8.0 <= hour <= 12.5, day   # after sleep inertia, before the post-lunch dip (three-process model)
 
 
 def test_two_runs_are_byte_identical() -> None:

@@ -21,7 +21,7 @@ __all__ = ["TURN_SHARE", "Push", "affect_push", "appraise", "bounded_delta", "cl
 
 
 def appraise(user_text: str | None, companion_text: str | None, affect: dict[str, Any] | None) -> Push:
-    """The turn's push on her mood, before gain, loss aversion and the turn bound."""
+    """The turn's push on her mood, before gain, the negativity weight and the turn bound."""
     del companion_text  # kept in the signature: the front end sends it, see the module docstring
     if affect is not None:
         return affect_push(affect)

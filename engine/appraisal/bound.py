@@ -7,13 +7,19 @@ told, but one sentence should not take her further than her ordinary ups and dow
 The bound per dimension and side is TURN_SHARE of the distance from her baseline to the bound on
 that side (the same headroom engine/mood.py saturates with): max_step = TURN_SHARE * (1 - b) upward,
 TURN_SHARE * (1 + b) downward. With TURN_SHARE = 0.15 and the default valence baseline 0.1 that is
-+0.135 / -0.165. bench/appraisal_bound.py measured, for three charts with no chat, a valence range of
-0.25-0.32 over 14 days and 0.21-0.23 within a day: one turn moves her at most about half her
-fortnight's range (three quarters of an ordinary day's), so two or three sad turns in a row make a
-bad day, and one does not. Because the shown value is
++0.135 / -0.165. With two layers (engine/mood.py) that capped step is the turn's *feeling*, gone
+with the emotion's half-life (20 min); what stays the evening is its share in the mood layer, at most
+~0.3 of the step (mood_gain 0.35, peaking ~1.5 h later): <= 0.05 on valence, half the SD of her
+day-mean valence (0.08-0.11 over 120 quiet days, bench/affect_curves.py). So one sad turn stings
+and then colours her evening a little, a run of them makes a bad day. (One-layer measurement that set
+TURN_SHARE, bench/appraisal_bound.py: valence range 0.25-0.32 over 14 days; with two layers and no
+day tone on the day machine yet it reads 0.13-0.15, the day tone widens it again.)
+Because the shown value is
 `b + headroom * tanh(dev / headroom)` (slope <= 1), capping the latent step at max_step caps the
-shown step too, whatever her state; the loss-aversion factor is inside the cap (a negative push
-reaches the cap sooner), and the slower fade of negative deviations is untouched.
+shown step too, whatever her state; the negativity weight on valence is inside the cap (a negative
+valence push reaches the cap sooner). With two layers (engine/mood.py) the push is an emotion whose
+added deviation only shrinks afterwards (mood_gain < 1), so the cap bounds the turn's effect at every
+later instant too, not only at the moment of the push.
 """
 
 from __future__ import annotations
@@ -32,15 +38,17 @@ def turn_bound(params: MoodParams) -> tuple[tuple[float, float], ...]:
 def bounded_delta(push: Push, params: MoodParams, gain: float) -> Push:
     """The latent delta to hand to engine.mood.push: gain * push, capped so the shown step stays in turn_bound.
 
-    engine.mood.push multiplies a negative component by the loss-aversion factor, so the negative cap is
-    divided by it here: the step that reaches the latent state is at most max_step either way.
+    engine.mood.push multiplies a negative valence component by the negativity weight, so the negative
+    valence cap is divided by it here: the step that reaches the latent state is at most max_step either
+    way. Arousal and dominance are symmetric (no weight).
     """
     out = []
-    for x, (up, down) in zip(push, turn_bound(params), strict=True):
+    for i, (x, (up, down)) in enumerate(zip(push, turn_bound(params), strict=True)):
         step = gain * x
+        weight = params.valence_negative_weight if i == 0 else 1.0
         if step > 0:
             step = min(step, up)
         elif step < 0:
-            step = max(step, -down / max(params.loss_aversion, 1e-9))
+            step = max(step, -down / max(weight, 1e-9))
         out.append(step)
     return (out[0], out[1], out[2])

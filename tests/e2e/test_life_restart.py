@@ -35,11 +35,11 @@ def test_two_hours_down_gives_one_gap_analytic_mood_and_no_invented_life(tmp_pat
     first.notify.wait_for("WATCHDOG=1", 10)
     assert first.stop() == 0
 
-    # Something upset her just before the daemon went down: a strong negative push, written while stopped.
+    # Something upset her just before the daemon went down: a fresh emotion on a low mood, written while stopped.
     conn = connect(db)
     raw = json.loads(conn.execute("SELECT state_json FROM mood_state WHERE id = 1").fetchone()[0])
-    raw["mood"]["neg"] = [-0.8, -0.3, -0.5]
-    raw["mood"]["pos"] = [0.2, 0.4, 0.0]
+    raw["mood"]["emotion"] = [-0.8, 0.3, -0.5]
+    raw["mood"]["mood"] = [-0.3, 0.1, 0.0]
     conn.execute("UPDATE mood_state SET state_json = ? WHERE id = 1", (json.dumps(raw),))
     stopped_at = conn.execute("SELECT last_beat_at FROM daemon_state").fetchone()[0]
     life_before = conn.execute("SELECT count(*) FROM life_event").fetchone()[0]
@@ -57,10 +57,10 @@ def test_two_hours_down_gives_one_gap_analytic_mood_and_no_invented_life(tmp_pat
     assert after.at >= stopped_at + 7200
     params = mood_params(Settings(), persona)
     expected = mood_model.relax(before, after.at, params)
-    for got, want in zip(after.pos + after.neg, expected.pos + expected.neg, strict=True):
+    for got, want in zip(after.emotion + after.mood, expected.emotion + expected.mood, strict=True):
         assert got == pytest.approx(want, abs=1e-9)
-    # The push has mostly faded over two hours, but the negative part (slower) has faded less.
-    assert abs(after.neg[0]) / 0.8 > after.pos[0] / 0.2
+    # Two hours: the emotion (minutes) is gone, and part of it has become mood (hours), which lasts.
+    assert abs(after.emotion[0]) < 0.02 and after.mood[0] < -0.3
 
     conn = connect(db)
     gaps = conn.execute("SELECT detail_json FROM event_log WHERE kind = 'gap'").fetchall()
