@@ -1,9 +1,10 @@
-"""Leased background jobs: enqueue, claim, renew, finish with the job's own writes, fail with backoff, recover.
+"""Leased jobs: enqueue, claim, renew, finish with the job's own writes, fail with backoff, recover.
 
-States (procrastinate-style, explicit): queued -> running -> done | failed, and running ->
-interrupted (a crash or an expired lease) -> running again after a backoff. A job's effects and its
-`done` commit in one transaction (`job_transaction`), so after any crash a job has either
-happened completely or not at all, and the retry starts from a clean slate.
+States (engine/jobs/status.py): queued -> running -> done | failed; a failed attempt, or a run
+that lost its worker (a crash, an expired lease), goes back to queued after a backoff, with a
+`job_event` saying which happened. A job's effects and its `done` commit in one transaction
+(`job_transaction`), so after any crash a job has either happened completely or not at all, and
+the retry starts from a clean slate.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import ConflictError, InputError
+from engine.jobs.status import JobStatus
 from engine.store.connect import transaction
 from engine.store.queries import q
 
@@ -30,7 +32,7 @@ class Job:
     id: int
     kind: str
     payload: dict[str, Any]
-    status: str
+    status: JobStatus
     attempts: int
     max_attempts: int
     run_after: float
@@ -42,7 +44,7 @@ class Job:
     @classmethod
     def from_row(cls, row: Any) -> Job:
         return cls(
-            id=row["id"], kind=row["kind"], payload=json.loads(row["payload_json"]), status=row["status"],
+            id=row["id"], kind=row["kind"], payload=json.loads(row["payload_json"]), status=JobStatus(row["status"]),
             attempts=row["attempts"], max_attempts=row["max_attempts"], run_after=row["run_after"],
             lease_owner=row["lease_owner"], lease_until=row["lease_until"],
             scratch=json.loads(row["scratch_json"] or "{}"), started_at=row["started_at"],
@@ -67,11 +69,13 @@ def backoff_delay(attempt: int, backoff_s: Sequence[float]) -> float:
     return float(schedule[min(max(attempt, 1), len(schedule)) - 1])
 
 
-def after_failure(attempts: int, max_attempts: int, now: float, backoff_s: Sequence[float]) -> tuple[str, float]:
-    """(next status, run_after) once attempt number `attempts` has failed or been interrupted."""
+def after_failure(attempts: int, max_attempts: int, now: float,
+                  backoff_s: Sequence[float]) -> tuple[JobStatus, float]:
+    """(next status, run_after) once attempt number `attempts` has failed or been interrupted:
+    queued again after the backoff, or failed for good after max_attempts."""
     if attempts >= max_attempts:
-        return "failed", now
-    return "retry", now + backoff_delay(attempts, backoff_s)
+        return JobStatus.FAILED, now
+    return JobStatus.QUEUED, now + backoff_delay(attempts, backoff_s)
 
 
 def encode_scratch(scratch: dict[str, Any]) -> str:
@@ -110,7 +114,7 @@ def enqueue(conn: Any, kind: str, payload: dict[str, Any] | None, now: float, *,
 
 def claim(conn: Any, owner: str, now: float, lease_s: float, *, kinds: Sequence[str] | None = None,
           job_id: int | None = None) -> Job | None:
-    """Lease the oldest ready job (queued, or interrupted and past its backoff) with one UPDATE ... RETURNING."""
+    """Lease the oldest ready job (queued and past its run_after) with one UPDATE ... RETURNING."""
     with transaction(conn):
         row = conn.execute(q("claim_job"), {
             "owner": owner, "now": now, "lease_s": lease_s, "job_id": job_id,
@@ -156,22 +160,22 @@ def fail(conn: Any, job: Job, now: float, error: str, backoff_s: Sequence[float]
     """Record a failed attempt: re-queue after the backoff, or fail for good after max_attempts. Returns the status."""
     with transaction(conn):
         current = conn.execute(q("get_job"), {"id": job.id}).fetchone()
-        if current is None or current["status"] != "running" or current["lease_owner"] != job.lease_owner:
+        if current is None or current["status"] != JobStatus.RUNNING or current["lease_owner"] != job.lease_owner:
             return str(current["status"]) if current is not None else "missing"
-        verdict, run_after = after_failure(job.attempts, job.max_attempts, now, backoff_s)
-        status = "failed" if verdict == "failed" else "queued"
-        conn.execute(q("requeue_job"), {"id": job.id, "status": status, "run_after": run_after,
+        status, run_after = after_failure(job.attempts, job.max_attempts, now, backoff_s)
+        conn.execute(q("requeue_job"), {"id": job.id, "status": status.value, "run_after": run_after,
                                         "error": error[:500], "now": now})
-        _event(conn, job.id, now, job.attempts, "failed", error=error[:200], final=status == "failed")
-        if status == "queued":
+        _event(conn, job.id, now, job.attempts, "failed", error=error[:200], final=status == JobStatus.FAILED)
+        if status == JobStatus.QUEUED:
             _event(conn, job.id, now, job.attempts, "retried", run_after=run_after)
-    return status
+    return status.value
 
 
 def recover_interrupted(conn: Any, now: float, reason: str = REASON_RESTART,
                         backoff_s: Sequence[float] = DEFAULT_BACKOFF_S,
                         spare_owners: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Turn runs that lost their worker into `interrupted` (+ a job_event), to retry after backoff or fail.
+    """Put runs that lost their worker back in the queue after a backoff (or fail them after max_attempts),
+    with an `interrupted` job_event saying when, which attempt and why.
 
     reason "process restart": every `running` row (called at start, before any claim).
     reason "lease expiry": only rows whose lease ran out, except those of `spare_owners` (our own live runs).
@@ -217,21 +221,20 @@ def _recover(conn: Any, now: float, query: str, reason: str, backoff_s: Sequence
         for row in rows:
             if not select(row["lease_owner"]):
                 continue
-            verdict, run_after = after_failure(row["attempts"], row["max_attempts"], now, backoff_s)
-            status = "failed" if verdict == "failed" else "interrupted"
+            status, run_after = after_failure(row["attempts"], row["max_attempts"], now, backoff_s)
             error = f"attempt {row['attempts']} interrupted by {reason}"
-            if status == "failed":
+            if status == JobStatus.FAILED:
                 error += f"; gave up after {row['attempts']} of {row['max_attempts']} attempts"
-            conn.execute(q("requeue_job"), {"id": row["id"], "status": status, "run_after": run_after,
+            conn.execute(q("requeue_job"), {"id": row["id"], "status": status.value, "run_after": run_after,
                                             "error": error, "now": now})
             _event(conn, row["id"], now, row["attempts"], "interrupted", reason=reason, since=row["started_at"],
                    owner=row["lease_owner"], lease_until=row["lease_until"])
-            if status == "failed":
+            if status == JobStatus.FAILED:
                 _event(conn, row["id"], now, row["attempts"], "failed", error=error, final=True)
             else:
                 _event(conn, row["id"], now, row["attempts"], "retried", run_after=run_after)
             recovered.append({"job_id": row["id"], "kind": row["kind"], "attempt": row["attempts"],
-                              "since": row["started_at"], "status": status, "run_after": run_after})
+                              "since": row["started_at"], "status": status.value, "run_after": run_after})
     return recovered
 
 
@@ -242,6 +245,11 @@ def get_job(conn: Any, job_id: int) -> dict[str, Any] | None:
 
 def list_jobs(conn: Any, limit: int = 50) -> list[dict[str, Any]]:
     return [job_dict(row) for row in conn.execute(q("list_jobs"), {"limit": limit})]
+
+
+def status_counts(conn: Any) -> dict[str, int]:
+    """How many jobs are in each status ({"done": 3, "queued": 1}); statuses with no job are left out."""
+    return {JobStatus(r["status"]).value: int(r["n"]) for r in conn.execute(q("job_status_counts"))}
 
 
 def job_events(conn: Any, job_id: int) -> list[dict[str, Any]]:
