@@ -116,10 +116,10 @@ def integrity(conn: Any) -> str:
 # ---------------------------------------------------------------- summary (what is in it)
 
 
-def _counts(conn: Any, query: str, defaults: dict[str, Any]) -> dict[str, Any]:
+def _counts(conn: Any, sql: str, defaults: dict[str, Any]) -> dict[str, Any]:
     """One summary row as a dict; `defaults` when the table is missing (an older schema) or a value is NULL."""
     try:
-        row = conn.execute(q(query)).fetchone()
+        row = conn.execute(sql).fetchone()
     except Exception:  # a table this schema version lacks
         return dict(defaults)
     if row is None:
@@ -137,15 +137,15 @@ def summary(conn: Any) -> dict[str, Any]:
                "birth_place": companion[3],
                "chart": {"pillars": chart.get("pillars"), "day_master": chart.get("day_master"),
                          "day_master_element": chart.get("day_master_element"), "elements": chart.get("elements")}}
-    mood_json = _counts(conn, "snapshot_mood", {"state_json": None})["state_json"]
+    mood_json = _counts(conn, q("snapshot_mood"), {"state_json": None})["state_json"]
     activity = conn.execute(q("snapshot_activity")).fetchone()
-    life = _counts(conn, "snapshot_life", {"events": 0, "told": 0, "last_ts": None})
+    life = _counts(conn, q("snapshot_life"), {"events": 0, "told": 0, "last_ts": None})
     return {
         "companion": who,
-        "chats": _counts(conn, "snapshot_chats", {"messages": 0, "turns": 0, "last_ts": None}),
-        "memories": _counts(conn, "snapshot_memories", {"episodic": 0, "unconsolidated": 0}),
-        "facts": _counts(conn, "snapshot_facts", {"active": 0, "all": 0}),
-        "relations": _counts(conn, "snapshot_relations", {"active": 0, "all": 0}),
+        "chats": _counts(conn, q("snapshot_chats"), {"messages": 0, "turns": 0, "last_ts": None}),
+        "memories": _counts(conn, q("snapshot_memories"), {"episodic": 0, "unconsolidated": 0}),
+        "facts": _counts(conn, q("snapshot_facts"), {"active": 0, "all": 0}),
+        "relations": _counts(conn, q("snapshot_relations"), {"active": 0, "all": 0}),
         # Counts only: her untold life is private even from this file's label.
         "life": {**life,
                  "current_activity": None if activity is None else {"kind": activity[0], "label": activity[1],

@@ -87,3 +87,11 @@ PRAGMA journal_mode = DELETE
 -- name: journal_mode_wal
 -- Back to WAL, the mode the daemon runs the file in (engine/store/connect.py).
 PRAGMA journal_mode = WAL
+
+-- name: schema_objects
+-- Every schema object SQLite keeps the SQL of (engine/store/schema.py writes schema.sql from these).
+SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL
+
+-- name: schema_table_names
+-- Every table name, virtual ones flagged: their shadow tables are SQLite's, not the schema's.
+SELECT name, sql LIKE 'CREATE VIRTUAL TABLE%' AS is_virtual FROM sqlite_master WHERE type = 'table'
