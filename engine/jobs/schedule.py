@@ -17,8 +17,8 @@ from engine.activity import local_time
 from engine.consolidate.run import JOB_KIND as CONSOLIDATE
 from engine.jobs.lease import enqueue
 from engine.settings import Settings
+from engine.store import jobs as store
 from engine.store.life import current_activity
-from engine.store.queries import q
 
 MIN_HOURS_BETWEEN_CRON_RUNS = 20.0
 FAILED_COOLDOWN_S = 3600.0
@@ -65,13 +65,9 @@ def should_schedule(*, now: float, tz: str, cron_hour: int, last_done: float | N
 
 def schedule_state(conn: Any) -> dict[str, Any]:
     """What `should_schedule` needs from the file: last done/failed run, current activity, backlog."""
-    finished = conn.execute(q("last_finished_of_kind"), {"kind": CONSOLIDATE}).fetchone()
-    return {
-        "last_done": finished["last_done"],
-        "last_failed": finished["last_failed"],
-        "activity": current_activity(conn),
-        "backlog": int(conn.execute(q("count_unconsolidated")).fetchone()[0]),
-    }
+    last_done, last_failed = store.last_finished(conn, CONSOLIDATE)
+    return {"last_done": last_done, "last_failed": last_failed, "activity": current_activity(conn),
+            "backlog": store.unconsolidated_count(conn)}
 
 
 def enqueue_due(conn: Any, now: float, settings: Settings) -> Scheduled | None:
