@@ -106,7 +106,7 @@ class Worker:
                 ctx.log.debug("job.renew_skipped", job_id=job.id, error=type(exc).__name__)
         try:
             result = work.result()
-        except Exception as exc:  # the failure itself could not be recorded (a full disk): recovery will see it
+        except Exception as exc:  # the failure itself could not be recorded (a full disk): the next start recovers it
             ctx.log.error("job.failed", job_id=job.id, kind=job.kind, attempt=job.attempts, next="unrecorded",
                           error=type(exc).__name__)
             return
