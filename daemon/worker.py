@@ -1,10 +1,11 @@
-"""The job worker part: recover interrupted runs at start, schedule consolidation, claim and run leased jobs.
+"""The job worker part: recover interrupted runs at start, queue due jobs each beat, claim and run leased jobs.
 
 Handlers run in a worker thread on their own connection (a model call or an embedding batch must
-not stall the heartbeat on the shared DB thread); the lease is renewed from the event loop while
-they run. Consolidation is scheduled during her main sleep when the inner life records
-activities (kind 'sleep'), else once a day at [consolidation] cron_hour local time, and whenever
-more than min_new_episodes episodes wait; the `consolidation` switch turns scheduling off.
+not stall the heartbeat on the shared DB thread), through engine/jobs/runner.py, the runner
+`anima consolidate --now` uses too; the lease is renewed from the event loop while they run.
+When a job is due is engine/jobs/schedule.py's decision, asked once per heartbeat (`beat`); the
+poll loop between beats only recovers expired leases and claims what is ready. The
+`consolidation` switch turns scheduling off.
 Test hook: ANIMA_TEST_SLOW_CONSOLIDATION=<seconds> sleeps between apply steps inside the job's
 transaction, so a kill -9 can land mid-job.
 """
@@ -17,23 +18,14 @@ import os
 import socket
 import threading
 import uuid
-from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from daemon.component import DaemonContext
 from engine import jobs
-from engine.consolidate import operator_model
-from engine.consolidate.run import JOB_KIND, consolidate_once
-from engine.settings import Settings
+from engine.jobs import registry, runner, schedule
 from engine.store import connect
-from engine.store.core import controls as read_controls
-from engine.store.life import current_activity
-from engine.store.queries import q
 
 SLOW_ENV = "ANIMA_TEST_SLOW_CONSOLIDATION"
-MIN_HOURS_BETWEEN_CRON_RUNS = 20.0
-FAILED_COOLDOWN_S = 3600.0
 
 
 def slow_seconds() -> float:
@@ -41,49 +33,6 @@ def slow_seconds() -> float:
         return max(0.0, float(os.environ.get(SLOW_ENV, "0") or 0))
     except ValueError:
         return 0.0
-
-
-def run_job(conn: Any, job: jobs.Job, settings: Settings, embedder: Any, now: float) -> dict[str, Any]:
-    """Run one claimed job to `done` (its writes in the same transaction). Unknown kinds raise."""
-    if job.kind == JOB_KIND:
-        model = operator_model.from_settings(settings.consolidation)
-        return consolidate_once(conn, embedder, settings, read_controls(conn), now, model, job=job,
-                                slow_s=slow_seconds())
-    raise ValueError(f"no handler for job kind {job.kind!r}")
-
-
-def should_schedule(*, now: float, tz: str, cron_hour: int, last_done: float | None, activity: dict[str, Any] | None,
-                    backlog: int, min_new_episodes: int, last_failed: float | None = None) -> str | None:
-    """Why a consolidation job should be queued now ('sleep', 'cron', 'backlog'), or None. Pure."""
-    if last_failed is not None and now - last_failed < FAILED_COOLDOWN_S:
-        return None  # a job that failed for good is not re-queued in a tight loop
-    chatting = activity is not None and activity.get("kind") == "chat"
-    if backlog > min_new_episodes and not chatting:
-        # Not in the middle of a conversation: a pass is seconds of CPU-bound Python that would hold
-        # the interpreter while the chat server waits on context (profiled: 25 % of the daemon's
-        # samples under 20 paced clients). The backlog waits for the chat to go quiet.
-        return "backlog"
-    if backlog == 0:
-        return None
-    if activity is not None:
-        # Her inner life is running: consolidate once per main sleep.
-        if activity.get("kind") == "sleep" and (last_done is None or last_done < float(activity["started_at"])):
-            return "sleep"
-        return None
-    local_hour = datetime.fromtimestamp(now, ZoneInfo(tz)).hour
-    if local_hour == cron_hour and (last_done is None or now - last_done > MIN_HOURS_BETWEEN_CRON_RUNS * 3600):
-        return "cron"
-    return None
-
-
-def _schedule_state(conn: Any) -> dict[str, Any]:
-    finished = conn.execute(q("last_finished_of_kind"), {"kind": JOB_KIND}).fetchone()
-    return {
-        "last_done": finished["last_done"],
-        "last_failed": finished["last_failed"],
-        "activity": current_activity(conn),
-        "backlog": int(conn.execute(q("count_unconsolidated")).fetchone()[0]),
-    }
 
 
 class Worker:
@@ -116,22 +65,13 @@ class Worker:
         """Queue a consolidation job when her sleep, the cron hour or the backlog says so (switch permitting)."""
         if not ctx.controls.get("consolidation", True):
             return
-        cs = ctx.settings.consolidation
-        state = await ctx.store.call(_schedule_state)
-        tz = (ctx.companion or {}).get("birth_tz") or ctx.settings.companion.demo_tz
-        why = should_schedule(now=now, tz=tz, cron_hour=cs.cron_hour, last_done=state["last_done"],
-                              activity=state["activity"], backlog=state["backlog"],
-                              min_new_episodes=cs.min_new_episodes, last_failed=state["last_failed"])
-        if why:
-            job_id = await ctx.store.call(jobs.enqueue, JOB_KIND, {"trigger": why}, now,
-                                          max_attempts=ctx.settings.jobs.max_attempts)
-            ctx.log.debug("job.scheduled", job_id=job_id, kind=JOB_KIND, trigger=why, backlog=state["backlog"])
+        due = await ctx.store.call(schedule.enqueue_due, now, ctx.settings)
+        if due is not None:
+            ctx.log.debug("job.scheduled", job_id=due.job_id, kind=due.kind, trigger=due.trigger, backlog=due.backlog)
 
     async def _poll_loop(self, ctx: DaemonContext) -> None:
         while not self.stopping.is_set():
             try:
-                if self.running is None or self.running.done():
-                    await self.schedule(ctx, ctx.clock.now())
                 await self.poll(ctx)
             except Exception as exc:  # the poller must outlive one bad poll
                 ctx.log.error("job.poll_failed", error=type(exc).__name__, detail=str(exc)[:200])
@@ -147,7 +87,7 @@ class Worker:
         for item in await ctx.store.call(jobs.recover_interrupted, now, jobs.REASON_LEASE, js.backoff_s, [self.owner]):
             ctx.log.warning("job.interrupted", job_id=item["job_id"], kind=item["kind"], attempt=item["attempt"],
                             since=item["since"], reason=jobs.REASON_LEASE, next=item["status"])
-        job = await ctx.store.call(jobs.claim, self.owner, now, js.lease_s, kinds=[JOB_KIND])
+        job = await ctx.store.call(jobs.claim, self.owner, now, js.lease_s, kinds=registry.kinds())
         if job is None:
             return
         ctx.log.info("job.claimed", job_id=job.id, kind=job.kind, attempt=job.attempts)
@@ -165,13 +105,16 @@ class Worker:
             except Exception as exc:  # the job's own transaction may hold the write lock; try again later
                 ctx.log.debug("job.renew_skipped", job_id=job.id, error=type(exc).__name__)
         try:
-            report = work.result()
-        except Exception as exc:
-            status = await ctx.store.call(jobs.fail, job, ctx.clock.now(), f"{type(exc).__name__}: {exc}",
-                                          js.backoff_s)
-            ctx.log.error("job.failed", job_id=job.id, kind=job.kind, attempt=job.attempts, next=status,
+            result = work.result()
+        except Exception as exc:  # the failure itself could not be recorded (a full disk): the next start recovers it
+            ctx.log.error("job.failed", job_id=job.id, kind=job.kind, attempt=job.attempts, next="unrecorded",
                           error=type(exc).__name__)
             return
+        if result.error is not None:
+            ctx.log.error("job.failed", job_id=job.id, kind=job.kind, attempt=job.attempts, next=result.status,
+                          error=type(result.error).__name__)
+            return
+        report = result.report
         ctx.log.info("job.done", job_id=job.id, kind=job.kind, attempt=job.attempts,
                      **{k: report.get(k) for k in ("candidates", "added", "merged", "superseded", "fallback")})
 
@@ -188,11 +131,11 @@ class Worker:
                 self._embedder = embedder
             return self._embedder
 
-    def _run_sync(self, ctx: DaemonContext, job: jobs.Job) -> dict[str, Any]:
-        embedder = self._prepare(ctx)
+    def _run_sync(self, ctx: DaemonContext, job: jobs.Job) -> runner.RunResult:
+        runtime = registry.JobRuntime(ctx.settings, self._prepare(ctx), slow_seconds())
         conn = connect(ctx.db_path)
         try:
-            return run_job(conn, job, ctx.settings, embedder, ctx.clock.now())
+            return runner.run(conn, job, runtime, ctx.clock.now, ctx.settings.jobs.backoff_s)
         finally:
             conn.close()
 

@@ -31,6 +31,7 @@ from engine.store.connect import connect, sqlite_module
 from engine.store.core import log_event
 from engine.store.lock import DaemonLock, real_path
 from engine.store.migrate import check_not_newer, code_schema_version, db_schema_version
+from engine.store.queries import q
 
 MANIFEST_FORMAT = 1
 SNAPSHOT_MODE = 0o640  # like the database (engine.store.connect.DB_FILE_MODE): her chats are not world-readable
@@ -50,18 +51,15 @@ def _quote(name: str) -> str:
 
 def hashed_tables(conn: Any) -> list[str]:
     """Every ordinary table (shadow tables of FTS5/vec0 included), virtual tables and sqlite_* excluded."""
-    rows = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    ).fetchall()
+    rows = conn.execute(q("snapshot_tables")).fetchall()
     return [r[0] for r in rows if not (r[1] or "").lstrip().upper().startswith("CREATE VIRTUAL TABLE")]
 
 
 def _order_by(conn: Any, table: str) -> str:
-    info = conn.execute(f"PRAGMA table_info({_quote(table)})").fetchall()
+    info = conn.execute(q("snapshot_table_columns"), {"table": table}).fetchall()
     pk = sorted((r[5], r[1]) for r in info if r[5])
-    without_rowid = conn.execute(
-        "SELECT sql FROM sqlite_master WHERE name = ?", (table,)
-    ).fetchone()[0].upper().replace(" ", "").endswith("WITHOUTROWID")
+    without_rowid = conn.execute(q("snapshot_table_sql"), {"name": table}).fetchone()[0].upper().replace(
+        " ", "").endswith("WITHOUTROWID")
     if pk:
         return ", ".join(_quote(name) for _, name in pk)
     if without_rowid:
@@ -87,6 +85,8 @@ def _feed(digest: Any, value: Any) -> None:
 def table_digest(conn: Any, table: str) -> dict[str, Any]:
     digest = hashlib.sha256()
     count = 0
+    # The one composed statement: a table name and its key columns cannot be bound parameters; both come
+    # from the file's own catalogue (sqlite_master, pragma_table_info) and are quoted as identifiers.
     cursor = conn.execute(f"SELECT * FROM {_quote(table)} ORDER BY {_order_by(conn, table)}")
     for row in cursor:
         count += 1
@@ -109,26 +109,27 @@ def file_sha256(path: Path) -> str:
 
 
 def integrity(conn: Any) -> str:
-    rows = conn.execute("PRAGMA integrity_check").fetchall()
+    rows = conn.execute(q("integrity_check")).fetchall()
     return "; ".join(str(r[0]) for r in rows)[:500]
 
 
 # ---------------------------------------------------------------- summary (what is in it)
 
 
-def _scalar(conn: Any, sql: str, default: Any = 0) -> Any:
+def _counts(conn: Any, sql: str, defaults: dict[str, Any]) -> dict[str, Any]:
+    """One summary row as a dict; `defaults` when the table is missing (an older schema) or a value is NULL."""
     try:
         row = conn.execute(sql).fetchone()
     except Exception:  # a table this schema version lacks
-        return default
-    return default if row is None or row[0] is None else row[0]
+        return dict(defaults)
+    if row is None:
+        return dict(defaults)
+    return {key: default if row[key] is None else row[key] for key, default in defaults.items()}
 
 
 def summary(conn: Any) -> dict[str, Any]:
     """What the file holds, for people: her, her chart, chats, memories, facts, relations, life, mood."""
-    companion = conn.execute(
-        "SELECT name, birth_local, birth_tz, birth_place, chart_json FROM companion WHERE id = 1"
-    ).fetchone()
+    companion = conn.execute(q("snapshot_companion")).fetchone()
     who = None
     if companion is not None:
         chart = json.loads(companion[4] or "{}")
@@ -136,23 +137,17 @@ def summary(conn: Any) -> dict[str, Any]:
                "birth_place": companion[3],
                "chart": {"pillars": chart.get("pillars"), "day_master": chart.get("day_master"),
                          "day_master_element": chart.get("day_master_element"), "elements": chart.get("elements")}}
-    mood_json = _scalar(conn, "SELECT state_json FROM mood_state WHERE id = 1", None)
-    activity = conn.execute("SELECT kind, label, started_at FROM activity WHERE status = 'current'").fetchone()
+    mood_json = _counts(conn, q("snapshot_mood"), {"state_json": None})["state_json"]
+    activity = conn.execute(q("snapshot_activity")).fetchone()
+    life = _counts(conn, q("snapshot_life"), {"events": 0, "told": 0, "last_ts": None})
     return {
         "companion": who,
-        "chats": {"messages": _scalar(conn, "SELECT count(*) FROM chat_message"),
-                  "turns": _scalar(conn, "SELECT count(DISTINCT turn_id) FROM chat_message"),
-                  "last_ts": _scalar(conn, "SELECT max(ts) FROM chat_message", None)},
-        "memories": {"episodic": _scalar(conn, "SELECT count(*) FROM mem_episodic"),
-                     "unconsolidated": _scalar(conn, "SELECT count(*) FROM mem_episodic WHERE consolidated_at IS NULL")},
-        "facts": {"active": _scalar(conn, "SELECT count(*) FROM mem_semantic WHERE valid_to IS NULL"),
-                  "all": _scalar(conn, "SELECT count(*) FROM mem_semantic")},
-        "relations": {"active": _scalar(conn, "SELECT count(*) FROM mem_relational WHERE status = 'active'"),
-                      "all": _scalar(conn, "SELECT count(*) FROM mem_relational")},
+        "chats": _counts(conn, q("snapshot_chats"), {"messages": 0, "turns": 0, "last_ts": None}),
+        "memories": _counts(conn, q("snapshot_memories"), {"episodic": 0, "unconsolidated": 0}),
+        "facts": _counts(conn, q("snapshot_facts"), {"active": 0, "all": 0}),
+        "relations": _counts(conn, q("snapshot_relations"), {"active": 0, "all": 0}),
         # Counts only: her untold life is private even from this file's label.
-        "life": {"events": _scalar(conn, "SELECT count(*) FROM life_event"),
-                 "told": _scalar(conn, "SELECT count(*) FROM life_event WHERE told = 1"),
-                 "last_ts": _scalar(conn, "SELECT max(ts) FROM life_event", None),
+        "life": {**life,
                  "current_activity": None if activity is None else {"kind": activity[0], "label": activity[1],
                                                                      "since": activity[2]}},
         "mood": json.loads(mood_json) if mood_json else None,
@@ -262,7 +257,7 @@ def export(source: Path, dest: Path, now: float, *, overwrite: bool = False) -> 
             # pages=-1: the whole database in ONE step, i.e. one read transaction: a consistent
             # snapshot even while the daemon commits (stepwise backups restart on every write).
             src.backup(out, pages=-1)
-            out.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
+            out.execute(q("journal_mode_delete"))  # one self-contained file, no -wal beside it
         finally:
             out.close()
     finally:
@@ -379,9 +374,9 @@ def _record_restore(partial: Path, now: float, snapshot_sha256: str) -> None:
     """
     conn = sqlite_module().connect(str(partial), isolation_level=None)
     try:
-        conn.execute("PRAGMA journal_mode = DELETE")
+        conn.execute(q("journal_mode_delete"))
         log_event(conn, now, "restore", actor="cli", snapshot_sha256=snapshot_sha256)
-        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(q("journal_mode_wal"))
     finally:
         conn.close()
     for suffix in ("-wal", "-shm", "-journal"):

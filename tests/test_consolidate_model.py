@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from daemon.worker import run_job
 from engine import jobs
 from engine.consolidate.run import JOB_KIND
+from engine.jobs import registry, runner
 from engine.memory.ingest import TurnInput, record_turn
 from engine.settings import ConsolidationSettings, Settings
 from engine.store import connect
@@ -93,8 +93,10 @@ def consolidate(db: Path, settings: Settings, now: float) -> tuple[dict[str, Any
     try:
         job_id = jobs.enqueue(conn, JOB_KIND, {"trigger": "test"}, now)
         job = jobs.claim(conn, "test", now, 60, job_id=job_id)
-        report = run_job(conn, job, settings, embedder(), now)
-        return report, jobs.get_job(conn, job_id)
+        result = runner.run(conn, job, registry.JobRuntime(settings, embedder()), lambda: now, [0.0])
+        if result.error is not None:
+            raise result.error
+        return result.report, jobs.get_job(conn, job_id)
     finally:
         conn.close()
 

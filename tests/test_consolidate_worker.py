@@ -12,9 +12,10 @@ import pytest
 from daemon.clock import FakeClock
 from daemon.component import DaemonContext
 from daemon.db import AsyncStore
-from daemon.worker import build, should_schedule
+from daemon.worker import build
 from engine import jobs
 from engine.consolidate.run import JOB_KIND
+from engine.jobs.schedule import should_schedule
 from engine.memory.ingest import TurnInput, record_turn
 from engine.settings import ConsolidationSettings, JobSettings, Settings
 from tests.memory_helpers import embedder, fresh_db
@@ -140,12 +141,12 @@ async def test_the_worker_schedules_on_backlog_and_respects_the_switch(db: Path)
 
 
 async def test_a_failing_job_is_retried_with_backoff_and_logged(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import daemon.worker as worker_module
+    from engine.jobs import registry
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(worker_module, "consolidate_once", broken)
+    monkeypatch.setattr(registry, "consolidate_once", broken)
     ctx = await context(db)
     ctx.settings = replace(ctx.settings, jobs=JobSettings(poll_s=0.05, backoff_s=[3600.0], max_attempts=3))
     job_id = await ctx.store.call(jobs.enqueue, JOB_KIND, {}, T0, max_attempts=3)

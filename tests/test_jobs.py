@@ -1,4 +1,5 @@
-"""Leased jobs: claim is atomic, writes commit with `done`, failures back off, crashes become `interrupted`."""
+"""Leased jobs: claim is atomic, writes commit with `done`, failures back off, a crashed run is queued again
+with an `interrupted` event."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def test_backoff_follows_the_schedule_and_repeats_its_last_step(attempt: int) ->
 @given(st.integers(min_value=1, max_value=10), st.integers(min_value=1, max_value=10))
 def test_after_failure_gives_up_exactly_at_max_attempts(attempts: int, max_attempts: int) -> None:
     verdict, run_after = jobs.after_failure(attempts, max_attempts, T0, BACKOFF)
-    assert verdict == ("failed" if attempts >= max_attempts else "retry")
-    if verdict == "retry":
+    assert verdict == ("failed" if attempts >= max_attempts else "queued")
+    if verdict == "queued":
         assert run_after == T0 + jobs.backoff_delay(attempts, BACKOFF)
 
 
@@ -115,14 +116,14 @@ def test_fail_backs_off_then_fails_for_good(conn) -> None:
     assert events(conn, job_id) == ["queued", "claimed", "failed", "retried", "claimed", "failed"]
 
 
-def test_restart_turns_running_into_interrupted_with_an_event_then_retries(conn) -> None:
+def test_restart_queues_a_running_job_again_with_an_interrupted_event_then_retries(conn) -> None:
     job_id = jobs.enqueue(conn, "a", None, T0)
     jobs.claim(conn, "old-process", T0, 60)
     recovered = jobs.recover_interrupted(conn, T0 + 10, jobs.REASON_RESTART, BACKOFF)
-    assert recovered == [{"job_id": job_id, "kind": "a", "attempt": 1, "since": T0, "status": "interrupted",
+    assert recovered == [{"job_id": job_id, "kind": "a", "attempt": 1, "since": T0, "status": "queued",
                           "run_after": T0 + 40}]
     row = jobs.get_job(conn, job_id)
-    assert row["status"] == "interrupted" and row["lease_owner"] is None
+    assert row["status"] == "queued" and row["lease_owner"] is None and row["run_after"] == T0 + 40
     interrupted = [e for e in jobs.job_events(conn, job_id) if e["event"] == "interrupted"][0]
     assert interrupted["attempt"] == 1
     assert interrupted["detail"]["reason"] == "process restart" and interrupted["detail"]["since"] == T0
@@ -150,7 +151,7 @@ def test_lease_expiry_recovers_only_expired_runs_of_other_owners(conn) -> None:
     assert not jobs.renew(conn, job_a, "someone-else", T0 + 5, 60)
     recovered = jobs.recover_interrupted(conn, T0 + 20, jobs.REASON_LEASE, BACKOFF, spare_owners=["me"])
     assert [r["job_id"] for r in recovered] == [a]
-    assert [jobs.get_job(conn, i)["status"] for i in (a, b, c)] == ["interrupted", "running", "running"]
+    assert [jobs.get_job(conn, i)["status"] for i in (a, b, c)] == ["queued", "running", "running"]
     detail = [e for e in jobs.job_events(conn, a) if e["event"] == "interrupted"][0]["detail"]
     assert detail["reason"] == "lease expiry"
 

@@ -1,4 +1,8 @@
-"""`anima consolidate --now [--json]`: one consolidation pass in the foreground, as a job, by the daemon's code path."""
+"""`anima consolidate --now [--json]`: one consolidation pass in the foreground, as a job, by the daemon's code path.
+
+Not a second job runner: it queues (or reuses) the consolidation job, claims that one job, and runs
+it through engine/jobs/runner.py, the runner the daemon's worker uses.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,11 @@ import sys
 from typing import Any
 
 from daemon.cli.env import CliEnv
-from daemon.worker import run_job
+from daemon.worker import slow_seconds
 from engine import jobs
-from engine.consolidate.run import JOB_KIND
 from engine.errors import ConflictError, InputError
+from engine.jobs import registry, runner
+from engine.jobs.registry import CONSOLIDATE
 from engine.store.lock import is_locked
 from engine.store.oplog import record_write
 
@@ -63,20 +68,19 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         host = socket.gethostname()
         owner = f"cli:{host}:{os.getpid()}"
         _recover_stale(conn, env, host, now)
-        job_id = jobs.enqueue(conn, JOB_KIND, {"trigger": "cli"}, now, max_attempts=env.settings.jobs.max_attempts)
+        job_id = jobs.enqueue(conn, CONSOLIDATE, {"trigger": "cli"}, now, max_attempts=env.settings.jobs.max_attempts)
         job = jobs.claim(conn, owner, now, env.settings.jobs.lease_s, job_id=job_id)
         if job is None:
             state = jobs.get_job(conn, job_id) or {}
             raise ConflictError(f"consolidation job {job_id} is {state.get('status', 'busy')} in the daemon "
                                 "(or waiting for its retry); see: anima jobs")
-        embedder = make_embedder(env.settings.memory)
-        try:
-            report = run_job(conn, job, env.settings, embedder, now)
-            record_write(conn, env.clock.now(), "consolidate", actor="cli", job_id=job.id,  # counts: the daemon logs it
-                         added=report.get("added"), merged=report.get("merged"), superseded=report.get("superseded"))
-        except Exception as exc:
-            jobs.fail(conn, job, env.clock.now(), f"{type(exc).__name__}: {exc}", env.settings.jobs.backoff_s)
-            raise
+        runtime = registry.JobRuntime(env.settings, make_embedder(env.settings.memory), slow_seconds())
+        result = runner.run(conn, job, runtime, env.clock.now, env.settings.jobs.backoff_s)
+        if result.error is not None:
+            raise result.error
+        report = result.report
+        record_write(conn, env.clock.now(), "consolidate", actor="cli", job_id=job.id,  # counts: the daemon logs it
+                     added=report.get("added"), merged=report.get("merged"), superseded=report.get("superseded"))
     finally:
         conn.close()
     report = {"job_id": job.id, **report}

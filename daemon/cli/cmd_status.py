@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from daemon.cli.env import CliEnv
+from engine.jobs import status_counts
 from engine.store import code_schema_version, db_schema_version, driver_name
 from engine.store.core import controls, daemon_state, get_companion
 from engine.store.lock import is_locked
@@ -67,8 +68,7 @@ def _inner(conn: Any, env: CliEnv, companion: dict[str, Any]) -> dict[str, Any]:
 
 
 def _jobs(conn: Any) -> dict[str, Any]:
-    rows = conn.execute("SELECT status, count(*) AS n FROM job GROUP BY status").fetchall()
-    return {"jobs": {r["status"]: r["n"] for r in rows}}
+    return {"jobs": status_counts(conn)}
 
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:

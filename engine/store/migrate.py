@@ -64,8 +64,9 @@ def check_not_newer(conn: Any) -> None:
         )
 
 
-def migrate(conn: Any, now: float | None = None) -> list[int]:
-    """Apply every missing migration in order; return the versions applied."""
+def migrate(conn: Any, now: float | None = None, *, upto: int | None = None) -> list[int]:
+    """Apply every missing migration in order (those up to version `upto` only, when given: tests build an
+    older file that way to migrate it onwards); return the versions applied."""
     check_not_newer(conn)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -74,7 +75,7 @@ def migrate(conn: Any, now: float | None = None) -> list[int]:
     done = applied_versions(conn)
     applied = []
     for migration in known_migrations():
-        if migration.version in done:
+        if migration.version in done or (upto is not None and migration.version > upto):
             continue
         stamp = time.time() if now is None else now
         conn.execute("BEGIN IMMEDIATE")

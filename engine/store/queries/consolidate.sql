@@ -12,16 +12,20 @@ ORDER BY e.ts, e.id
 LIMIT :limit
 
 -- name: count_unconsolidated
+-- How many episodes wait for consolidation (the scheduler's backlog).
 SELECT count(*) FROM mem_episodic WHERE consolidated_at IS NULL
 
 -- name: episode_vectors
+-- The vectors of the given episode ids (a JSON array), for the operator's similarity.
 SELECT rowid AS id, embedding FROM mem_vec WHERE rowid IN (SELECT value FROM json_each(:ids))
 
 -- name: mark_consolidated
+-- Mark the given episodes (a JSON array of ids) as looked at by this run.
 UPDATE mem_episodic SET consolidated_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND consolidated_at IS NULL
 
 -- name: active_facts
+-- Every fact still valid, with its vector, for planning a run.
 SELECT s.*, v.embedding AS embedding, v.model AS vec_model
 FROM mem_semantic s LEFT JOIN mem_semantic_vec v ON v.fact_id = s.id
 WHERE s.valid_to IS NULL
@@ -32,6 +36,7 @@ ORDER BY s.id
 SELECT id FROM mem_semantic WHERE valid_to IS NULL ORDER BY id
 
 -- name: active_relation_ids
+-- The commit-time check for relational entries: ids of the active ones only.
 SELECT id FROM mem_relational WHERE status = 'active' ORDER BY id
 
 -- name: facts_as_of
@@ -42,9 +47,11 @@ WHERE s.valid_from <= :as_of AND (s.valid_to IS NULL OR s.valid_to > :as_of)
 ORDER BY s.id
 
 -- name: all_facts
+-- Every fact ever recorded, retired ones included (fact recall with its history).
 SELECT * FROM mem_semantic ORDER BY id
 
 -- name: insert_fact
+-- Add one fact with its evidence; returns its id.
 INSERT INTO mem_semantic (subject, key, statement, valid_from, valid_to, recorded_at, superseded_by,
                           evidence_json, importance, origin)
 VALUES (:subject, :key, :statement, :valid_from, :valid_to, :recorded_at, :superseded_by,
@@ -52,41 +59,51 @@ VALUES (:subject, :key, :statement, :valid_from, :valid_to, :recorded_at, :super
 RETURNING id
 
 -- name: insert_fact_vec
+-- Store (or replace) a fact's vector and the model that made it.
 INSERT OR REPLACE INTO mem_semantic_vec (fact_id, model, embedding) VALUES (:fact_id, :model, :embedding)
 
 -- name: merge_into_fact
+-- Fold new evidence into an active fact (importance only rises).
 UPDATE mem_semantic SET evidence_json = :evidence_json, importance = max(importance, :importance)
 WHERE id = :id AND valid_to IS NULL
 
 -- name: retire_fact
+-- Close an active fact: valid until :valid_to, superseded by :superseded_by; never deleted.
 UPDATE mem_semantic SET valid_to = :valid_to, superseded_by = :superseded_by
 WHERE id = :id AND valid_to IS NULL
 
 -- name: close_new_fact
+-- Close a fact this same run added (a later candidate in the batch superseded it).
 UPDATE mem_semantic SET valid_to = :valid_to, superseded_by = :superseded_by WHERE id = :id
 
 -- name: count_facts
+-- How many facts exist, and how many are active.
 SELECT count(*) AS total, sum(CASE WHEN valid_to IS NULL THEN 1 ELSE 0 END) AS active FROM mem_semantic
 
 -- name: fact_evidence_turns
+-- The turns behind the given evidence memory ids (a JSON array), oldest first.
 SELECT e.id AS memory_id, e.turn_id, e.ts, e.source FROM mem_episodic e
 WHERE e.id IN (SELECT value FROM json_each(:ids))
 ORDER BY e.ts
 
 -- name: evidence_messages
+-- Both sent sides of one evidence turn, the user's first: the source the host writes a fact from.
 SELECT role, text, ts, ts_iso FROM chat_message
 WHERE turn_id = :turn_id AND status = 'sent'
 ORDER BY CASE role WHEN 'user' THEN 0 ELSE 1 END
 
 -- name: get_model_usage
+-- The model operator's calls and tokens spent on one UTC day.
 SELECT calls, tokens FROM model_usage WHERE day = :day
 
 -- name: add_model_usage
+-- Add calls and tokens to one UTC day's model spend.
 INSERT INTO model_usage (day, calls, tokens, updated_at) VALUES (:day, :calls, :tokens, :now)
 ON CONFLICT (day) DO UPDATE SET calls = calls + excluded.calls, tokens = tokens + excluded.tokens,
     updated_at = excluded.updated_at
 
 -- name: fact_evidence
+-- One fact's evidence ids (JSON), to merge more into.
 SELECT evidence_json FROM mem_semantic WHERE id = :id
 
 -- name: facts_version
@@ -105,6 +122,7 @@ JOIN mem_semantic_vec v ON v.fact_id = s.id
 ORDER BY s.id
 
 -- name: facts_by_ids
+-- The facts with the given ids (a JSON array).
 SELECT * FROM mem_semantic WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: companion_quotes
@@ -118,6 +136,7 @@ WHERE m.role = 'companion' AND m.status = 'sent' AND e.echo_of_injection IS NULL
 ORDER BY m.ts
 
 -- name: active_relations
+-- Every active relational entry (ritual, nickname, inside joke, pattern, taboo).
 SELECT * FROM mem_relational WHERE status = 'active' ORDER BY id
 
 -- name: relationship_for_reply
@@ -126,20 +145,25 @@ SELECT id, kind, statement, valid_from FROM mem_relational WHERE status = 'activ
 ORDER BY kind = 'taboo' DESC, valid_from DESC, id DESC LIMIT :limit
 
 -- name: relations_as_of
+-- The relational entries valid at :as_of (begun by then, not yet ended).
 SELECT * FROM mem_relational WHERE valid_from <= :as_of AND (valid_to IS NULL OR valid_to > :as_of) ORDER BY id
 
 -- name: all_relations
+-- Every relational entry ever recorded, superseded ones included.
 SELECT * FROM mem_relational ORDER BY id
 
 -- name: insert_relation
+-- Add one active relational entry with its evidence; returns its id.
 INSERT INTO mem_relational (kind, statement, status, valid_from, valid_to, recorded_at, superseded_by, evidence_json)
 VALUES (:kind, :statement, 'active', :valid_from, NULL, :recorded_at, NULL, :evidence_json)
 RETURNING id
 
 -- name: relation_evidence
+-- One relational entry's evidence ids (JSON), to merge more into.
 SELECT evidence_json FROM mem_relational WHERE id = :id
 
 -- name: merge_into_relation
+-- Fold new evidence into an active relational entry.
 UPDATE mem_relational SET evidence_json = :evidence_json WHERE id = :id AND status = 'active'
 
 -- name: retire_relation
@@ -149,4 +173,5 @@ UPDATE mem_relational SET status = 'superseded', valid_to = :valid_to, supersede
 WHERE id = :id AND status = 'active'
 
 -- name: close_new_relation
+-- Close a relational entry this same run added (a later candidate superseded it).
 UPDATE mem_relational SET status = 'superseded', valid_to = :valid_to, superseded_by = :superseded_by WHERE id = :id

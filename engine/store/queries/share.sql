@@ -5,6 +5,7 @@
 SELECT count(*), total(id), max(id) FROM life_event WHERE told = 0
 
 -- name: untold_texts
+-- The text of every untold life event: what the privacy projection must never let out.
 SELECT id, text FROM life_event WHERE told = 0
 
 -- name: life_text_in_chat
@@ -15,6 +16,7 @@ SELECT EXISTS (
 )
 
 -- name: share_candidates
+-- Untold life events of the window [:since, :now], newest first, with how often each was offered.
 SELECT l.id AS life_event_id, l.ts, l.text, count(o.id) AS offers, max(o.offered_at) AS last_offered_at
 FROM life_event l
 LEFT JOIN share_offer o ON o.life_event_id = l.id
@@ -24,9 +26,11 @@ ORDER BY l.ts DESC
 LIMIT :limit
 
 -- name: last_offer_at
+-- When the last share offer was made (the offer rate limit).
 SELECT max(offered_at) FROM share_offer
 
 -- name: open_offer_for_turn
+-- The live offer already made for this turn, if any, so a repeated request gets the same one.
 SELECT o.id, o.life_event_id, o.offered_at, o.expires_at, l.ts, l.text
 FROM share_offer o JOIN life_event l ON l.id = o.life_event_id
 WHERE o.turn_id = :turn_id AND o.status = 'offered' AND o.expires_at > :now AND l.told = 0
@@ -34,16 +38,19 @@ ORDER BY o.offered_at DESC
 LIMIT 1
 
 -- name: insert_offer
+-- Record one offer of an untold life event for a turn, open until :expires_at.
 INSERT INTO share_offer (id, life_event_id, turn_id, offered_at, expires_at, status)
 VALUES (:id, :life_event_id, :turn_id, :now, :expires_at, 'offered')
 
 -- name: get_offer
+-- One offer with its life event's told state and text, for a receipt.
 SELECT o.id, o.life_event_id, o.turn_id, o.offered_at, o.expires_at, o.status, o.receipt_turn_id, o.received_at,
        l.told, l.told_at, l.text
 FROM share_offer o JOIN life_event l ON l.id = o.life_event_id
 WHERE o.id = :id
 
 -- name: receive_offer
+-- Mark an offer received: the front end says she told it in :turn_id.
 UPDATE share_offer SET status = 'received', receipt_turn_id = :turn_id, received_at = :now WHERE id = :id
 
 -- name: close_other_offers
@@ -52,7 +59,9 @@ UPDATE share_offer SET status = 'expired'
 WHERE life_event_id = :life_event_id AND id != :id AND status = 'offered'
 
 -- name: expire_offers
+-- Close every open offer past its expiry; their events stay untold.
 UPDATE share_offer SET status = 'expired' WHERE status = 'offered' AND expires_at <= :now
 
 -- name: memory_for_life_event
+-- The memory row of a told life event, if it already has one.
 SELECT id FROM mem_episodic WHERE life_event_id = :life_event_id

@@ -1,9 +1,10 @@
-"""Leased background jobs: enqueue, claim, renew, finish with the job's own writes, fail with backoff, recover.
+"""Leased jobs: enqueue, claim, renew, finish with the job's own writes, fail with backoff, recover.
 
-States (procrastinate-style, explicit): queued -> running -> done | failed, and running ->
-interrupted (a crash or an expired lease) -> running again after a backoff. A job's effects and its
-`done` commit in one transaction (`job_transaction`), so after any crash a job has either
-happened completely or not at all, and the retry starts from a clean slate.
+States (engine/jobs/status.py): queued -> running -> done | failed; a failed attempt, or a run
+that lost its worker (a crash, an expired lease), goes back to queued after a backoff, with a
+`job_event` saying which happened. A job's effects and its `done` commit in one transaction
+(`job_transaction`), so after any crash a job has either happened completely or not at all, and
+the retry starts from a clean slate.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import ConflictError, InputError
+from engine.jobs.status import JobStatus
+from engine.store import jobs as store
 from engine.store.connect import transaction
-from engine.store.queries import q
 
 SCRATCH_MAX_BYTES = 64 * 1024
 DEFAULT_BACKOFF_S: tuple[float, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0)
@@ -30,7 +32,7 @@ class Job:
     id: int
     kind: str
     payload: dict[str, Any]
-    status: str
+    status: JobStatus
     attempts: int
     max_attempts: int
     run_after: float
@@ -42,7 +44,7 @@ class Job:
     @classmethod
     def from_row(cls, row: Any) -> Job:
         return cls(
-            id=row["id"], kind=row["kind"], payload=json.loads(row["payload_json"]), status=row["status"],
+            id=row["id"], kind=row["kind"], payload=json.loads(row["payload_json"]), status=JobStatus(row["status"]),
             attempts=row["attempts"], max_attempts=row["max_attempts"], run_after=row["run_after"],
             lease_owner=row["lease_owner"], lease_until=row["lease_until"],
             scratch=json.loads(row["scratch_json"] or "{}"), started_at=row["started_at"],
@@ -67,11 +69,13 @@ def backoff_delay(attempt: int, backoff_s: Sequence[float]) -> float:
     return float(schedule[min(max(attempt, 1), len(schedule)) - 1])
 
 
-def after_failure(attempts: int, max_attempts: int, now: float, backoff_s: Sequence[float]) -> tuple[str, float]:
-    """(next status, run_after) once attempt number `attempts` has failed or been interrupted."""
+def after_failure(attempts: int, max_attempts: int, now: float,
+                  backoff_s: Sequence[float]) -> tuple[JobStatus, float]:
+    """(next status, run_after) once attempt number `attempts` has failed or been interrupted:
+    queued again after the backoff, or failed for good after max_attempts."""
     if attempts >= max_attempts:
-        return "failed", now
-    return "retry", now + backoff_delay(attempts, backoff_s)
+        return JobStatus.FAILED, now
+    return JobStatus.QUEUED, now + backoff_delay(attempts, backoff_s)
 
 
 def encode_scratch(scratch: dict[str, Any]) -> str:
@@ -88,8 +92,7 @@ def encode_scratch(scratch: dict[str, Any]) -> str:
 
 
 def _event(conn: Any, job_id: int, now: float, attempt: int, event: str, **detail: Any) -> None:
-    conn.execute(q("insert_job_event"), {"job_id": job_id, "ts": now, "attempt": attempt, "event": event,
-                                         "detail_json": json.dumps(detail, ensure_ascii=False)})
+    store.insert_event(conn, job_id, now, attempt, event, detail)
 
 
 def enqueue(conn: Any, kind: str, payload: dict[str, Any] | None, now: float, *, run_after: float | None = None,
@@ -97,24 +100,20 @@ def enqueue(conn: Any, kind: str, payload: dict[str, Any] | None, now: float, *,
     """Queue one job; with `unique`, an unfinished job of the same kind is reused (its id returned)."""
     with transaction(conn):
         if unique:
-            row = conn.execute(q("open_job_of_kind"), {"kind": kind}).fetchone()
+            row = store.open_of_kind(conn, kind)
             if row is not None:
                 return int(row["id"])
-        cursor = conn.execute(q("insert_job"), {
-            "kind": kind, "payload_json": json.dumps(payload or {}, ensure_ascii=False),
-            "max_attempts": max_attempts, "run_after": now if run_after is None else run_after, "now": now})
-        job_id = int(cursor.lastrowid)
+        job_id = store.insert(conn, kind, json.dumps(payload or {}, ensure_ascii=False), max_attempts,
+                              now if run_after is None else run_after, now)
         _event(conn, job_id, now, 0, "queued", kind=kind)
     return job_id
 
 
 def claim(conn: Any, owner: str, now: float, lease_s: float, *, kinds: Sequence[str] | None = None,
           job_id: int | None = None) -> Job | None:
-    """Lease the oldest ready job (queued, or interrupted and past its backoff) with one UPDATE ... RETURNING."""
+    """Lease the oldest ready job (queued and past its run_after) with one UPDATE ... RETURNING."""
     with transaction(conn):
-        row = conn.execute(q("claim_job"), {
-            "owner": owner, "now": now, "lease_s": lease_s, "job_id": job_id,
-            "kinds": json.dumps(list(kinds)) if kinds is not None else None}).fetchone()
+        row = store.claim(conn, owner, now, lease_s, kinds, job_id)
         if row is None:
             return None
         job = Job.from_row(row)
@@ -124,12 +123,11 @@ def claim(conn: Any, owner: str, now: float, lease_s: float, *, kinds: Sequence[
 
 def renew(conn: Any, job: Job, owner: str, now: float, lease_s: float) -> bool:
     """Extend the lease; False when the job is no longer ours (finished, recovered or taken)."""
-    cursor = conn.execute(q("renew_lease"), {"id": job.id, "owner": owner, "now": now, "lease_s": lease_s})
-    return cursor.rowcount == 1
+    return store.renew(conn, job.id, owner, now, lease_s)
 
 
 def set_scratch(conn: Any, job: Job, owner: str, scratch: dict[str, Any], now: float) -> None:
-    conn.execute(q("set_scratch"), {"id": job.id, "owner": owner, "now": now, "scratch_json": encode_scratch(scratch)})
+    store.set_scratch(conn, job.id, owner, encode_scratch(scratch), now)
 
 
 @contextmanager
@@ -143,11 +141,9 @@ def job_transaction(conn: Any, job: Job, now: float) -> Iterator[JobOutcome]:
     with transaction(conn):
         yield outcome
         scratch = job.scratch if outcome.scratch is None else outcome.scratch
-        cursor = conn.execute(q("finish_job"), {
-            "id": job.id, "owner": job.lease_owner, "now": now,
-            "result_json": json.dumps(outcome.result, ensure_ascii=False),
-            "error": outcome.error, "scratch_json": encode_scratch(scratch)})
-        if cursor.rowcount != 1:
+        finished = store.finish(conn, job.id, job.lease_owner, now, json.dumps(outcome.result, ensure_ascii=False),
+                                outcome.error, encode_scratch(scratch))
+        if not finished:
             raise ConflictError(f"job {job.id} is no longer leased by {job.lease_owner}; its writes were rolled back")
         _event(conn, job.id, now, job.attempts, "done", note=bool(outcome.error))
 
@@ -155,29 +151,28 @@ def job_transaction(conn: Any, job: Job, now: float) -> Iterator[JobOutcome]:
 def fail(conn: Any, job: Job, now: float, error: str, backoff_s: Sequence[float] = DEFAULT_BACKOFF_S) -> str:
     """Record a failed attempt: re-queue after the backoff, or fail for good after max_attempts. Returns the status."""
     with transaction(conn):
-        current = conn.execute(q("get_job"), {"id": job.id}).fetchone()
-        if current is None or current["status"] != "running" or current["lease_owner"] != job.lease_owner:
+        current = store.get(conn, job.id)
+        if current is None or current["status"] != JobStatus.RUNNING or current["lease_owner"] != job.lease_owner:
             return str(current["status"]) if current is not None else "missing"
-        verdict, run_after = after_failure(job.attempts, job.max_attempts, now, backoff_s)
-        status = "failed" if verdict == "failed" else "queued"
-        conn.execute(q("requeue_job"), {"id": job.id, "status": status, "run_after": run_after,
-                                        "error": error[:500], "now": now})
-        _event(conn, job.id, now, job.attempts, "failed", error=error[:200], final=status == "failed")
-        if status == "queued":
+        status, run_after = after_failure(job.attempts, job.max_attempts, now, backoff_s)
+        store.requeue(conn, job.id, status.value, run_after, error[:500], now)
+        _event(conn, job.id, now, job.attempts, "failed", error=error[:200], final=status == JobStatus.FAILED)
+        if status == JobStatus.QUEUED:
             _event(conn, job.id, now, job.attempts, "retried", run_after=run_after)
-    return status
+    return status.value
 
 
 def recover_interrupted(conn: Any, now: float, reason: str = REASON_RESTART,
                         backoff_s: Sequence[float] = DEFAULT_BACKOFF_S,
                         spare_owners: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Turn runs that lost their worker into `interrupted` (+ a job_event), to retry after backoff or fail.
+    """Put runs that lost their worker back in the queue after a backoff (or fail them after max_attempts),
+    with an `interrupted` job_event saying when, which attempt and why.
 
     reason "process restart": every `running` row (called at start, before any claim).
     reason "lease expiry": only rows whose lease ran out, except those of `spare_owners` (our own live runs).
     """
-    query = q("running_jobs") if reason == REASON_RESTART else q("expired_jobs")
-    return _recover(conn, now, query, reason, backoff_s, lambda owner: owner not in spare_owners)
+    rows = store.running if reason == REASON_RESTART else store.expired
+    return _recover(conn, now, rows, reason, backoff_s, lambda owner: owner not in spare_owners)
 
 
 def recover_orphans(conn: Any, now: float, gone: Callable[[str | None], bool],
@@ -187,7 +182,7 @@ def recover_orphans(conn: Any, now: float, gone: Callable[[str | None], bool],
     For a CLI run with no daemon on the file: a killed `anima consolidate --now` left its job
     running with a lease that may still be hours long, and nobody else would ever recover it.
     """
-    return _recover(conn, now, q("running_jobs"), REASON_OWNER_GONE, backoff_s, gone)
+    return _recover(conn, now, store.running, REASON_OWNER_GONE, backoff_s, gone)
 
 
 def owner_gone(owner: str | None, host: str, daemon_running: bool, pid_alive: Callable[[int], bool]) -> bool:
@@ -209,44 +204,46 @@ def owner_gone(owner: str | None, host: str, daemon_running: bool, pid_alive: Ca
     return False
 
 
-def _recover(conn: Any, now: float, query: str, reason: str, backoff_s: Sequence[float],
-             select: Callable[[str | None], bool]) -> list[dict[str, Any]]:
+def _recover(conn: Any, now: float, candidates: Callable[[Any, float], list[Any]], reason: str,
+             backoff_s: Sequence[float], select: Callable[[str | None], bool]) -> list[dict[str, Any]]:
     recovered = []
     with transaction(conn):
-        rows = conn.execute(query, {"now": now}).fetchall()
-        for row in rows:
+        for row in candidates(conn, now):
             if not select(row["lease_owner"]):
                 continue
-            verdict, run_after = after_failure(row["attempts"], row["max_attempts"], now, backoff_s)
-            status = "failed" if verdict == "failed" else "interrupted"
+            status, run_after = after_failure(row["attempts"], row["max_attempts"], now, backoff_s)
             error = f"attempt {row['attempts']} interrupted by {reason}"
-            if status == "failed":
+            if status == JobStatus.FAILED:
                 error += f"; gave up after {row['attempts']} of {row['max_attempts']} attempts"
-            conn.execute(q("requeue_job"), {"id": row["id"], "status": status, "run_after": run_after,
-                                            "error": error, "now": now})
+            store.requeue(conn, row["id"], status.value, run_after, error, now)
             _event(conn, row["id"], now, row["attempts"], "interrupted", reason=reason, since=row["started_at"],
                    owner=row["lease_owner"], lease_until=row["lease_until"])
-            if status == "failed":
+            if status == JobStatus.FAILED:
                 _event(conn, row["id"], now, row["attempts"], "failed", error=error, final=True)
             else:
                 _event(conn, row["id"], now, row["attempts"], "retried", run_after=run_after)
             recovered.append({"job_id": row["id"], "kind": row["kind"], "attempt": row["attempts"],
-                              "since": row["started_at"], "status": status, "run_after": run_after})
+                              "since": row["started_at"], "status": status.value, "run_after": run_after})
     return recovered
 
 
 def get_job(conn: Any, job_id: int) -> dict[str, Any] | None:
-    row = conn.execute(q("get_job"), {"id": job_id}).fetchone()
+    row = store.get(conn, job_id)
     return job_dict(row) if row else None
 
 
 def list_jobs(conn: Any, limit: int = 50) -> list[dict[str, Any]]:
-    return [job_dict(row) for row in conn.execute(q("list_jobs"), {"limit": limit})]
+    return [job_dict(row) for row in store.newest(conn, limit)]
+
+
+def status_counts(conn: Any) -> dict[str, int]:
+    """How many jobs are in each status ({"done": 3, "queued": 1}); statuses with no job are left out."""
+    return {JobStatus(r["status"]).value: int(r["n"]) for r in store.status_counts(conn)}
 
 
 def job_events(conn: Any, job_id: int) -> list[dict[str, Any]]:
     return [{**{k: r[k] for k in ("id", "job_id", "ts", "attempt", "event")}, "detail": json.loads(r["detail_json"])}
-            for r in conn.execute(q("job_events"), {"job_id": job_id})]
+            for r in store.events(conn, job_id)]
 
 
 def job_dict(row: Any) -> dict[str, Any]:
