@@ -1,0 +1,100 @@
+"""Her day in the database: load and save the day state, and write the effects of the day machine's transitions.
+
+The only module of engine/life that touches a connection: engine/life/machine.py decides, this writes
+(activity rows, life events told=0, the bounded mood trace), so a replay of the same inputs writes the same rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from engine import mood as mood_model
+from engine.errors import StoreError
+from engine.life.machine import (
+    STATE_VERSION,
+    CloseSuspended,
+    Effect,
+    EndActivity,
+    LifeContext,
+    LifeEvent,
+    LifeState,
+    StartActivity,
+    energy_level,
+    fresh_state,
+)
+from engine.store import life as store
+from engine.store.core import get_companion
+
+PRUNE_EVERY_S = 3600.0
+
+
+def seed_key(conn: Any) -> str:
+    companion = get_companion(conn)
+    if companion is None:
+        return "anima"
+    return f"{companion['name']}|{companion['birth_utc']}"
+
+
+def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
+    """Her saved day state, or a fresh one (True) when there is none or it is from an older version."""
+    raw = store.get_inner_state(conn)
+    if raw is not None and raw.get("version") == STATE_VERSION:
+        return LifeState.from_dict(raw), False
+    seed = (raw or {}).get("seed_key") or seed_key(conn)
+    fresh = fresh_state(ctx, seed, now)
+    if raw is not None and raw.get("mood"):   # an older day state: keep her mood, start the day machine afresh
+        fresh = replace(fresh, mood=mood_model.Mood.from_dict(raw["mood"]), last_chat_at=raw.get("last_chat_at"))
+    return fresh, True
+
+
+def save(conn: Any, state: LifeState, now: float) -> None:
+    store.put_inner_state(conn, state.to_dict(), now)
+
+
+def apply(conn: Any, effects: list[Effect]) -> tuple[dict[str, Any] | None, list[int]]:
+    """Write the effects in order; return the activity they started (as current_activity shapes it) and event ids."""
+    started: dict[str, Any] | None = None
+    events: list[int] = []
+    for effect in effects:
+        if isinstance(effect, EndActivity):
+            store.end_activity(conn, effect.activity_id, effect.status, effect.at, effect.detail)
+        elif isinstance(effect, CloseSuspended):
+            store.close_suspended(conn, effect.activity_id, effect.status, effect.detail)
+        elif isinstance(effect, LifeEvent):
+            events.append(store.add_life_event(conn, effect.text, effect.at, told=False, origin="life",
+                                               kind=effect.kind, activity_id=effect.activity_id))
+        elif isinstance(effect, StartActivity):
+            activity_id = store.start_activity(conn, kind=effect.kind, label=effect.label,
+                                               started_at=effect.started_at, expected_end=effect.expected_end,
+                                               why=effect.why, next_kind=effect.next_kind, detail=effect.detail)
+            started = {"id": activity_id, "kind": effect.kind, "label": effect.label,
+                       "started_at": effect.started_at, "expected_end": effect.expected_end, "why": effect.why,
+                       "next_kind": effect.next_kind, "detail": effect.detail}
+        # MoodPush is already in the state the transition returned; nothing to write.
+    return started, events
+
+
+def apply_transition(conn: Any, effects: list[Effect]) -> tuple[dict[str, Any], list[int]]:
+    """Write a transition's effects; a transition always starts her next activity (she is always doing one thing)."""
+    started, events = apply(conn, effects)
+    if started is None:
+        raise StoreError("a day-machine transition started no activity; the effects were not a transition")
+    return started, events
+
+
+def trace(conn: Any, ctx: LifeContext, state: LifeState, now: float, kind: str | None) -> LifeState:
+    """One mood_trace point per interval (and a prune of old points once an hour)."""
+    interval = ctx.settings.life.trace_interval_s
+    bucket = math.floor(now / interval) * interval
+    if bucket <= state.last_trace_at:
+        return state
+    v, a, d = mood_model.values(state.mood, ctx.mp)
+    store.put_trace_point(conn, bucket, round(v, 6), round(a, 6), round(d, 6),
+                          round(energy_level(ctx, state), 6), kind)
+    state = replace(state, last_trace_at=bucket)
+    if now - state.last_prune_at >= PRUNE_EVERY_S:
+        store.prune_trace(conn, now - ctx.settings.life.trace_retention_days * 86400.0)
+        state = replace(state, last_prune_at=now)
+    return state
