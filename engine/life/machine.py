@@ -299,7 +299,7 @@ def wake_for(ctx: LifeContext, state: LifeState, t: float) -> float:
     ep = energy_params(ctx.settings, ctx.persona, t)
     wake = energy_model.crossing(state.energy.s, t, ep, asleep=True)
     wake = min(max(wake, t + MIN_SLEEP_H * HOUR), t + MAX_SLEEP_H * HOUR)
-    wake_day = day_of(t + 6 * HOUR, ctx.tz)
+    wake_day = day_of(wake, ctx.tz)   # the morning she wakes into (her day turns at 04:00)
     if shape_of(_world(ctx, state, wake_day)) == "work":
         alarm = leave_by(ctx.role, wake_day, ctx.tz, state.seed_key)
         if alarm is not None and alarm < wake:

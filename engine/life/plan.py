@@ -62,7 +62,8 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
     dv, da = mood_dev
     later = (LATER_BEFORE_REST_H if tomorrow.is_day_off or tomorrow.spring_festival else 0.0)
     later += min(MOOD_LATER_MAX_H, max(0.0, da) * 1.5 + max(0.0, -dv) * 1.5)
-    predicted += later * HOUR + rng.gauss(0.0, BEDTIME_SD_MIN) * MINUTE
+    # Habit adds to process C's phase: an evening type also keeps later evenings (half her chronotype shift).
+    predicted += (later + 0.5 * shift) * HOUR + rng.gauss(0.0, BEDTIME_SD_MIN) * MINUTE
     lo, hi = sleep_window(day, persona, tz, half_width_h, later)
     sleep_at = min(max(predicted, lo), hi)
     last_fixed = max((a.end for a in anchors if a.end is not None), default=t)
