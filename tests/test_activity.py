@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from datetime import datetime
 from zoneinfo import ZoneInfo
-
-import datetime as dt
 
 from engine import activity as act
 from engine.life.machine import world_of
