@@ -166,12 +166,20 @@ def mood_params(settings: Settings, persona: Persona | None) -> mood_model.MoodP
 
 
 def energy_params(settings: Settings, persona: Persona | None, t: float) -> energy_model.EnergyParams:
-    offset = local_time(t, settings.life.tz).utcoffset()
-    return energy_model.EnergyParams(
-        rise_tau_h=settings.energy.rise_tau_h, fall_tau_h=settings.energy.fall_tau_h,
-        chronotype_shift_h=(persona.chronotype_shift_h if persona else 0.0),
-        utc_offset_h=offset.total_seconds() / 3600.0 if offset else 0.0,
-    )
+    return _energy_params(settings.energy.rise_tau_h, settings.energy.fall_tau_h,
+                          persona.chronotype_shift_h if persona else 0.0, _utc_offset_h(settings.life.tz, t // 3600))
+
+
+@lru_cache(maxsize=4096)
+def _utc_offset_h(tz: str, hour_index: float) -> float:
+    # Offsets change on whole hours (DST), so one lookup per hour of her life is exact and keeps a year fast.
+    offset = local_time(hour_index * 3600.0, tz).utcoffset()
+    return offset.total_seconds() / 3600.0 if offset else 0.0
+
+
+@lru_cache(maxsize=64)
+def _energy_params(rise: float, fall: float, shift: float, offset_h: float) -> energy_model.EnergyParams:
+    return energy_model.EnergyParams(rise_tau_h=rise, fall_tau_h=fall, chronotype_shift_h=shift, utc_offset_h=offset_h)
 
 
 @lru_cache(maxsize=1024)

@@ -6,6 +6,7 @@ The only module of engine/life that touches a connection: engine/life/machine.py
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from typing import Any
@@ -37,9 +38,21 @@ def seed_key(conn: Any) -> str:
     return f"{companion['name']}|{companion['birth_utc']}"
 
 
+# The heartbeat loads and saves her day state every beat; most of it (plan, cast contact, story) changes a
+# few times a day. Two one-entry caches keep a beat from re-encoding and re-parsing what did not change: the
+# JSON of the slow parts by identity (the state is immutable, so an unchanged part is the same object), and the
+# parsed state of the text this process last wrote (same text, same state, whatever the database).
+_SLOW = ("plan", "met", "story", "house")
+_slow_cache: list[Any] = [None, None, ""]     # [parts (kept alive so ids stay unique), their ids, their JSON]
+_read_cache: list[Any] = [None, None]         # [text, state]
+
+
 def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
     """Her saved day state, or a fresh one (True) when there is none or it is from an older version."""
-    raw = store.get_inner_state(conn)
+    text = store.get_inner_state_text(conn)
+    if text is not None and text == _read_cache[0]:
+        return _read_cache[1], False
+    raw = None if text is None else json.loads(text)
     if raw is not None and raw.get("version") == STATE_VERSION:
         return LifeState.from_dict(raw), False
     seed = (raw or {}).get("seed_key") or seed_key(conn)
@@ -50,7 +63,20 @@ def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
 
 
 def save(conn: Any, state: LifeState, now: float) -> None:
-    store.put_inner_state(conn, state.to_dict(), now)
+    """Write her day state as one JSON row (sorted keys, so a replay writes the same bytes)."""
+    parts = (state.plan, state.met, state.story, state.house)
+    ids = tuple(id(p) for p in parts)
+    full = state.to_dict()
+    if ids != _slow_cache[1]:
+        _slow_cache[:] = [parts, ids, _dumps({k: full[k] for k in _SLOW})]
+    fast = _dumps({k: v for k, v in full.items() if k not in _SLOW})
+    text = fast[:-1] + ", " + _slow_cache[2][1:]   # two JSON objects with disjoint keys, merged
+    store.put_inner_state_text(conn, text, now)
+    _read_cache[:] = [text, state]
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def apply(conn: Any, effects: list[Effect]) -> tuple[dict[str, Any] | None, list[int]]:
