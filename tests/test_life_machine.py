@@ -264,3 +264,45 @@ def test_every_preview_over_a_fortnight_is_what_happens() -> None:
     pairs = [(a, b) for a, b in zip(rows, rows[1:], strict=False) if a["next_kind"]]
     assert len(pairs) > 200
     assert all(a["next_kind"] == b["kind"] for a, b in pairs)
+
+
+def test_narration_gets_a_scene_and_its_story_state_is_saved(tmp_path: Path, monkeypatch) -> None:
+    from engine.life import machine
+    from engine.life.narrate import StoryState
+
+    scenes = []
+
+    def fake_narrate(scene, story, seed):
+        scenes.append(scene)
+        told = int(story.data.get("n", 0)) + 1
+        return f"第{told}句：{scene.kind}", StoryState({"n": told})
+
+    monkeypatch.setattr(machine, "narrate", fake_narrate)
+    path = tmp_path / "run.db"
+    simulate(S, days=2, start=parse_start("2025-01-11T04:00", TZ), birth=BIRTH, name="小安", step_s=900.0,
+             keep=str(path))
+    conn = connect(path, readonly=True)
+    try:
+        events = store.life_events(conn, told_only=False)
+        state = store.get_inner_state(conn)
+    finally:
+        conn.close()
+    assert events and all(e["text"].startswith("第") for e in events)
+    assert state["story"] == {"n": len(scenes)} and len(scenes) == len(events)
+    assert all(s.world.date == s.ended.date() and s.minutes >= 1 for s in scenes)
+    met = [s for s in scenes if s.kind in ("meet_friend", "call_friend")]
+    assert met and all(s.with_whom is not None and s.with_whom.id in cast() for s in met)
+
+
+def test_a_fresh_run_is_replayed_exactly_in_its_activity_details() -> None:
+    first = rows_of(kept_run("2025-01-06T04:00", 14), local(2025, 1, 6, 4), local(2025, 1, 9, 4))
+    import tempfile
+
+    again = Path(tempfile.mkdtemp(prefix="anima-life-test-")) / "again.db"
+    simulate(S, days=3, start=parse_start("2025-01-06T04:00", TZ), birth=BIRTH, name="小安", step_s=900.0,
+             keep=str(again))
+    second = rows_of(again, local(2025, 1, 6, 4), local(2025, 1, 9, 4))
+    key = [(r["kind"], r["started_at"], r["expected_end"], r["detail"].get("with"), r["detail"].get("outcome"))
+           for r in first]
+    assert key == [(r["kind"], r["started_at"], r["expected_end"], r["detail"].get("with"), r["detail"].get("outcome"))
+                   for r in second]

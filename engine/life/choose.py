@@ -24,7 +24,7 @@ RAIN = ("小雨", "大雨")
 WEATHER_APPEAL = {"晴": 1.4, "多云": 1.1, "阴": 0.9, "小雨": 0.15, "大雨": 0.05, "雪": 0.4, "雾": 0.5}
 # At her parents' for the Spring Festival she does what one does at home with family.
 FAMILY_KINDS = frozenset({"family_visit", "reading", "drama", "walk", "daydream", "call_friend", "music", "journal",
-                          "movie", "outing"})
+                          "outing"})
 OFF_DAY_KINDS = {"outing": 3.0, "meet_friend": 2.0, "movie": 2.0, "shopping": 2.5, "cafe": 2.0, "bake": 2.0,
                  "cook": 1.5, "chores": 1.5}
 # Chores that come from her household state; when not due they keep only this share of their appeal.

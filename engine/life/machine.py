@@ -40,7 +40,7 @@ FATIGUE_PUSH = 0.05      # valence push per unit of energy above (+) or below (-
 # small loss, which mood.push weighs by her loss aversion.
 DISAPPOINTED_PUSH = (-0.05, 0.02, -0.03)
 RAIN_DISAPPOINT = 0.5    # extra chance an outdoor kind goes wrong when it rains
-HOME_PLACES = ("家", "老家", "阳台")
+HOME_PLACES = ("家", "阳台")   # her own fridge; at her parents' it is theirs
 
 
 @dataclass(frozen=True)
