@@ -306,3 +306,34 @@ def test_a_fresh_run_is_replayed_exactly_in_its_activity_details() -> None:
            for r in first]
     assert key == [(r["kind"], r["started_at"], r["expected_end"], r["detail"].get("with"), r["detail"].get("outcome"))
                    for r in second]
+
+
+@pytest.mark.parametrize("role", ["student", "freelance"])
+def test_other_roles_have_their_own_week(role: str) -> None:
+    settings = dataclasses.replace(S, life=dataclasses.replace(S.life, role=role))
+    report = simulate(settings, days=7, start=parse_start("2025-03-03T04:00", TZ), birth=BIRTH, name="小安",
+                      step_s=900.0)
+    monday = report["daily"][0]["minutes"]
+    if role == "student":
+        assert monday.get("study", 0) >= 5 * 60 and monday.get("work", 0) == 0 and 0 < monday.get("commute", 0) < 60
+    else:
+        assert monday.get("work", 0) >= 4 * 60 and monday.get("commute", 0) == 0
+    saturday = report["daily"][5]["minutes"]
+    assert saturday.get("work", 0) == 0 and saturday.get("commute", 0) == 0
+
+
+def test_an_early_riser_never_sits_for_hours_before_her_day_starts() -> None:
+    early = ("1985-12-01 22:10", "Asia/Shanghai", 2)     # chronotype -0.7 h
+    report = simulate(S, days=7, start=parse_start("2025-03-08T04:00", TZ), birth=early, name="小安", step_s=900.0)
+    assert report["chronotype_shift_h"] < -0.5
+    idle = [a for a in report["timeline"] if a["kind"] == "daydream"]
+    assert all(a["t1"] - a["t0"] <= 60 * 60 for a in idle), max(a["t1"] - a["t0"] for a in idle)
+
+
+def test_an_unknown_role_or_city_is_a_config_error_naming_the_key() -> None:
+    from engine.errors import ConfigError
+    from engine.settings import parse_settings
+
+    for line in ('role = "astronaut"', 'city = "火星"'):
+        with pytest.raises(ConfigError, match=r"(role|city)"):
+            parse_settings(f"[life]\n{line}\n")

@@ -111,10 +111,11 @@ def _anchor_choice(s: Situation, anchor: Anchor, rng: random.Random, specs: dict
     spec = specs[anchor.kind]
     nxt = after_anchor(s.plan, anchor.key, t).at
     if anchor.end is not None:
-        # A fixed block (work, a train): it ends when the world says; a late start still takes its minimum.
-        end = max(anchor.end, t + (spec.minutes[0] if anchor.kind == "commute" else 1) * MINUTE)
+        # A fixed block (work, a train): it ends when the world says; a late start of a journey still takes
+        # as long as the journey.
+        end = anchor.end
         if anchor.kind == "commute" and anchor.at < t:
-            end = max(end, t + (anchor.end - anchor.at))
+            end = t + (anchor.end - anchor.at)
     else:
         lo, hi = spec.minutes
         end = min(t + rng.randint(lo, hi) * MINUTE, max(nxt, t + lo * MINUTE))
