@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine import energy as energy_model
-from engine.life.localtime import HOUR, MINUTE, at_local, local_hour, next_day, rng_for
+from engine.life.localtime import HOUR, MINUTE, at_local, local_hour, rng_for
 from engine.life.week import Anchor, Role, family_anchors, shape_of, work_anchors
 from engine.life.world import WorldDay
 from engine.persona import Persona
@@ -94,7 +94,3 @@ def next_anchor(plan: dict[str, Any], t: float) -> Anchor:
 def after_anchor(plan: dict[str, Any], key: str, t: float) -> Anchor:
     """The anchor after `key` is done (for bounding how long `key` may run)."""
     return next_anchor({**plan, "done": [*plan["done"], key]}, t)
-
-
-def tomorrow_of(day: str) -> str:
-    return next_day(day)
