@@ -48,6 +48,7 @@ class ActivitySpec:
     min_energy: float
     comfort: bool
     outdoor: bool
+    daylight: bool
     out: bool
     disappoint: float
     place: str
@@ -91,7 +92,7 @@ def catalogue() -> dict[str, ActivitySpec]:
             before_bed_h=float(row.get("before_bed_h", 0.0)), rate=float(row.get("rate", 1.0)),
             asleep=bool(row.get("asleep", False)), mood=tuple(float(x) for x in row["mood"]),  # type: ignore[arg-type]
             min_energy=float(row.get("min_energy", 0.0)), comfort=bool(row.get("comfort", False)),
-            outdoor=bool(row.get("outdoor", False)), out=bool(row.get("out", False)), disappoint=chance,
+            outdoor=bool(row.get("outdoor", False)), daylight=bool(row.get("daylight", False)), out=bool(row.get("out", False)), disappoint=chance,
             place=str(row.get("place", "家")), templates=tuple(row.get("templates", [])),
             partial=row.get("partial", row["label"]), max_per_day=int(row.get("max_per_day", 99)),
         )

@@ -156,8 +156,8 @@ def _candidates(s: Situation, specs: dict[str, ActivitySpec], room: float, hour:
             continue
         if kind == "meet_friend" and not s.friends_due:
             continue
-        if spec.outdoor and hour + spec.minutes[0] / 60 > _dusk_h(s):
-            continue   # outdoors is for daylight (a walk after dark in the city is fine: walk has no such bound)
+        if spec.daylight and hour + spec.minutes[0] / 60 > _dusk_h(s):
+            continue   # an outing is for daylight (an evening walk after dinner is not)
         done_today = int(counts.get(kind, 0))
         if done_today >= spec.max_per_day:
             continue
@@ -213,7 +213,7 @@ def _with(s: Situation, kind: str, rng: random.Random) -> str | None:
     if kind == "meet_friend" and s.friends_due:
         return s.friends_due[0].id
     if kind == "call_friend":
-        if s.family_due:
+        if s.family_due and s.plan.get("shape") != "family":   # at her parents' she calls a friend, not them
             return s.family_due[0].id
         friends = sorted(m.id for m in cast().values() if m.relation in ("friend", "cousin", "colleague"))
         return rng.choice(friends) if friends else None

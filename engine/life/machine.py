@@ -262,8 +262,10 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     if spec.category == "social" or kind == "festival":
         state = replace(state, last_social_at=at)
     who = detail.get("with")
-    if who and outcome is Outcome.DONE:
-        state = replace(state, met={**state.met, who: round(at, 3)})
+    member = cast_model.cast().get(who) if who else None
+    # Seeing someone counts for everyone; a call counts only for those far away (a call is not a meeting).
+    if member and outcome is Outcome.DONE and (kind != "call_friend" or member.lives == "hometown"):
+        state = replace(state, met={**state.met, member.id: round(at, 3)})
     day = state.plan["day"] if state.plan else day_of(at, ctx.tz)
     place = detail.get("place") or spec.place
     state = replace(state, house=house_model.after(state.house, kind, day, at_home=place in HOME_PLACES))
