@@ -337,3 +337,20 @@ def test_an_unknown_role_or_city_is_a_config_error_naming_the_key() -> None:
     for line in ('role = "astronaut"', 'city = "火星"'):
         with pytest.raises(ConfigError, match=r"(role|city)"):
             parse_settings(f"[life]\n{line}\n")
+
+
+def test_the_saved_day_state_is_one_valid_json_row_that_round_trips(two_lives) -> None:
+    import json
+
+    from engine.life.state import LifeState
+
+    (conn, _), persona, start = two_lives
+    _run(conn, persona, start, start + 86400)
+    text = store.get_inner_state_text(conn)
+    raw = json.loads(text)
+    assert raw == LifeState.from_dict(raw).to_dict()
+    assert {"plan", "met", "story", "house", "mood", "energy"} <= set(raw) and raw["plan"]["anchors"]
+    interrupt_for_chat(conn, "t", start + 86400 + 1, quiet_after_chat_s=S.life.quiet_after_chat_s)
+    assert store.get_inner_state(conn)["last_chat_at"] == start + 86400 + 1   # an outside write is read back
+    step_inner(conn, S, persona, start + 86400 + 60, ON)
+    assert store.get_inner_state(conn)["last_chat_at"] == start + 86400 + 1

@@ -43,15 +43,17 @@ def seed_key(conn: Any) -> str:
 # JSON of the slow parts by identity (the state is immutable, so an unchanged part is the same object), and the
 # parsed state of the text this process last wrote (same text, same state, whatever the database).
 _SLOW = ("plan", "met", "story", "house")
-_slow_cache: list[Any] = [None, None, ""]     # [parts (kept alive so ids stay unique), their ids, their JSON]
-_read_cache: list[Any] = [None, None]         # [text, state]
+# Each cache is one tuple swapped whole, so a reader on another thread never sees half of an update.
+_slow_cache: tuple[Any, tuple[int, ...], str] = (None, (), "")   # (parts kept alive so ids stay unique, ids, JSON)
+_read_cache: tuple[str | None, LifeState | None] = (None, None)  # (text, state)
 
 
 def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
     """Her saved day state, or a fresh one (True) when there is none or it is from an older version."""
     text = store.get_inner_state_text(conn)
-    if text is not None and text == _read_cache[0]:
-        return _read_cache[1], False
+    cached_text, cached_state = _read_cache
+    if text is not None and text == cached_text and cached_state is not None:
+        return cached_state, False
     raw = None if text is None else json.loads(text)
     if raw is not None and raw.get("version") == STATE_VERSION:
         return LifeState.from_dict(raw), False
@@ -64,15 +66,17 @@ def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
 
 def save(conn: Any, state: LifeState, now: float) -> None:
     """Write her day state as one JSON row (sorted keys, so a replay writes the same bytes)."""
+    global _slow_cache, _read_cache
     parts = (state.plan, state.met, state.story, state.house)
     ids = tuple(id(p) for p in parts)
     full = state.to_dict()
-    if ids != _slow_cache[1]:
-        _slow_cache[:] = [parts, ids, _dumps({k: full[k] for k in _SLOW})]
+    slow = _slow_cache
+    if ids != slow[1]:
+        slow = _slow_cache = (parts, ids, _dumps({k: full[k] for k in _SLOW}))
     fast = _dumps({k: v for k, v in full.items() if k not in _SLOW})
-    text = fast[:-1] + ", " + _slow_cache[2][1:]   # two JSON objects with disjoint keys, merged
+    text = fast[:-1] + ", " + slow[2][1:]   # two JSON objects with disjoint keys, merged
     store.put_inner_state_text(conn, text, now)
-    _read_cache[:] = [text, state]
+    _read_cache = (text, state)
 
 
 def _dumps(value: dict[str, Any]) -> str:
