@@ -29,7 +29,9 @@ OFF_DAY_KINDS = {"outing": 3.0, "meet_friend": 2.0, "movie": 2.0, "shopping": 2.
                  "cook": 1.5, "chores": 1.5}
 # Chores that come from her household state; when not due they keep only this share of their appeal.
 STATE_CHORES = {"groceries": 0.1, "laundry": 0.05, "plants": 0.03}
-NEEDED_WEIGHT = 6.0          # a due chore (empty fridge, full basket, dry plants) is this much more likely
+NEEDED_WEIGHT = 6.0
+# In the lunch break at her workplace she can only do what one does at a desk or just outside.
+AT_WORK_KINDS = frozenset({"reading", "music", "call_friend", "walk", "drama", "journal", "study"})          # a due chore (empty fridge, full basket, dry plants) is this much more likely
 LOW_MOOD_DV = -0.06          # valence this far under her baseline turns her to comfort, contact, staying in
 NAP_HOURS = (13.0, 16.5)
 
@@ -137,6 +139,7 @@ def _candidates(s: Situation, specs: dict[str, ActivitySpec], room: float, hour:
     lonely = (s.last_social_at is None or s.t - s.last_social_at > s.lonely_after_h * HOUR) \
         and s.persona.sociability > 0.35
     shape = s.plan.get("shape", "off")
+    at_work = shape == "work" and _between_work_blocks(s)
     counts = s.plan.get("counts", {})
     weather = WEATHER_APPEAL.get(s.world.weather, 1.0)
     # Good mood and arousal take her out; low mood keeps her in (a smooth factor, so any change in mood
@@ -151,6 +154,8 @@ def _candidates(s: Situation, specs: dict[str, ActivitySpec], room: float, hour:
         if awake_h < spec.after_wake_h or bed_h < spec.before_bed_h:
             continue
         if shape == "family" and kind not in FAMILY_KINDS:
+            continue
+        if at_work and kind not in AT_WORK_KINDS:
             continue
         if kind == "family_visit" and shape != "family":
             continue
@@ -196,6 +201,12 @@ def _candidates(s: Situation, specs: dict[str, ActivitySpec], room: float, hour:
         if weight > 0:
             out.append((kind, weight, why))
     return out
+
+
+def _between_work_blocks(s: Situation) -> bool:
+    """In a break of her working day (after the morning block, before the afternoon one): she is at work."""
+    blocks = [(at, end) for _, kind, at, end, place in s.plan["anchors"] if kind in ("work", "study") and place != "家"]
+    return bool(blocks) and min(at for at, _ in blocks) <= s.t < max(end for _, end in blocks)
 
 
 def _dusk_h(s: Situation) -> float:

@@ -77,7 +77,8 @@ def work_anchors(r: Role, day: str, tz: str, seed_key: str) -> list[Anchor]:
     if there:
         out.append(Anchor("commute_am", "commute", start - there, start, r.commute_place))
     out.append(Anchor("work_am", r.work_kind, start, lunch_at, r.place))
-    out.append(Anchor("lunch", "lunch", lunch_at, lunch_end, "公司附近" if r.place != "家" else "家"))
+    # Lunch takes as long as lunch; the rest of the break is hers (a book, a song, a 午休 nap at her desk).
+    out.append(Anchor("lunch", "lunch", lunch_at, None, "公司附近" if r.place != "家" else "家"))
     out.append(Anchor("work_pm", r.work_kind, lunch_end, end, r.place))
     if back:
         out.append(Anchor("commute_pm", "commute", end, end + back, r.commute_place))
