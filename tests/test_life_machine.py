@@ -354,3 +354,12 @@ def test_the_saved_day_state_is_one_valid_json_row_that_round_trips(two_lives) -
     assert store.get_inner_state(conn)["last_chat_at"] == start + 86400 + 1   # an outside write is read back
     step_inner(conn, S, persona, start + 86400 + 60, ON)
     assert store.get_inner_state(conn)["last_chat_at"] == start + 86400 + 1
+
+
+def test_a_disappointment_never_reads_as_a_success_in_the_fallback() -> None:
+    from engine.life.fallback import completion_text
+
+    for kind, spec in catalogue().items():
+        if spec.disappoint > 0 or spec.outdoor:
+            text = completion_text(kind, {"template": "0"}, disappointed=True)
+            assert text and text not in spec.templates, kind

@@ -53,6 +53,7 @@ class ActivitySpec:
     disappoint: float
     place: str
     templates: tuple[str, ...]
+    let_down: str
     partial: str
     max_per_day: int
 
@@ -75,7 +76,7 @@ def catalogue() -> dict[str, ActivitySpec]:
         use = row.get("use", "")
         if use not in USES:
             raise ConfigError(f"{where}: use must be one of {', '.join(USES)}, got {use!r}")
-        for text in [*row.get("templates", []), row.get("partial", "")]:
+        for text in [*row.get("templates", []), row.get("partial", ""), row.get("let_down", "")]:
             for slot in SLOT.findall(text):
                 if slot not in slots:
                     raise ConfigError(f"{where}: template slot {{{slot}}} has no list in [slots]")
@@ -94,6 +95,7 @@ def catalogue() -> dict[str, ActivitySpec]:
             min_energy=float(row.get("min_energy", 0.0)), comfort=bool(row.get("comfort", False)),
             outdoor=bool(row.get("outdoor", False)), daylight=bool(row.get("daylight", False)), out=bool(row.get("out", False)), disappoint=chance,
             place=str(row.get("place", "家")), templates=tuple(row.get("templates", [])),
+            let_down=str(row.get("let_down", "")),
             partial=row.get("partial", row["label"]), max_per_day=int(row.get("max_per_day", 99)),
         )
     for needed in _NEEDED:

@@ -31,8 +31,11 @@ def render(text: str, details: dict[str, str]) -> str:
     return SLOT.sub(lambda m: details.get(m.group(1), m.group(0)), text)
 
 
-def completion_text(kind: str, details: dict[str, str]) -> str | None:
+def completion_text(kind: str, details: dict[str, str], disappointed: bool = False) -> str | None:
+    """The finished activity's fallback sentence; a disappointment has its own (never "it went well")."""
     spec = catalogue()[kind]
+    if disappointed:
+        return render(spec.let_down, details) if spec.let_down else f"{spec.label}不太顺利，有点扫兴。"
     index = int(details.get("template", "-1"))
     if index < 0 or not spec.templates:
         return None

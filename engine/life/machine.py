@@ -256,7 +256,7 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     if not preview:
         text, story = _sentence(ctx, state, cur, at, Moment.COMPLETED, outcome)
         state = replace(state, story=story)
-        text = text or completion_text(kind, detail.get("details", {}))
+        text = text or completion_text(kind, detail.get("details", {}), outcome is Outcome.DISAPPOINTED)
         if text:
             effects.append(LifeEvent(text, at, "completed", cur["id"]))
     if spec.category == "social" or kind == "festival":
