@@ -1,9 +1,9 @@
 """Her inner state in the database: step mood, energy and activity with elapsed time, and answer how she is.
 
 Sync glue over a connection (the daemon runs it on its DB thread; the simulator and CLI call it
-directly). The equations live in engine.mood, engine.energy and engine.activity; this module keeps
-their state in `mood_state` (one JSON row), writes activity transitions and life events, and a
-bounded `mood_trace`. `inner_snapshot` never contains life-event text.
+directly). The decisions live in engine/life/machine.py (a pure transition returning effects) and the
+writes in engine/life/record.py; this module runs one heartbeat, a chat interruption or a restart over
+them in one transaction each. `inner_snapshot` never contains life-event text.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from engine import activity as act
 from engine import energy as energy_model
 from engine import mood as mood_model
 from engine.appraisal import appraise, bounded_delta
-from engine.day import MAX_TRANSITIONS_PER_STEP, DayState, energy_params, load_day, mood_params
+from engine.life import machine, record
+from engine.life.catalogue import catalogue
+from engine.life.localtime import local_time
+from engine.life.machine import LifeContext, LifeState, context, energy_params, mood_params
 from engine.persona import Persona
 from engine.settings import Settings
 from engine.store import life as store
@@ -26,6 +28,7 @@ __all__ = [
     "appraise_turn", "energy_params", "inner_snapshot", "interrupt_for_chat", "mood_params", "resume_after_gap",
     "step_inner",
 ]
+MAX_TRANSITIONS_PER_STEP = 500     # a guard: a day has ~25 transitions; a runaway loop must not hang her
 
 # --- public API ----------------------------------------------------------------------------------
 
@@ -40,46 +43,45 @@ def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: floa
     """
     heartbeat_on = bool(controls.get("heartbeat", True))
     life_on = bool(controls.get("life", True))
+    ctx = context(settings, persona)
+    events: list[int] = []
     with transaction(conn):
-        life, fresh = load_day(conn, settings, persona, now)
-        life.mood_on = heartbeat_on
+        life, fresh = record.load_day(conn, ctx, now)
         backwards = now < life.last_step_at
         if backwards:
-            life.mood = replace(life.mood, at=now)
-            life.energy = replace(life.energy, at=now)
-            life.last_step_at = now
-            life.last_trace_at = min(life.last_trace_at, now - settings.life.trace_interval_s)
+            life = replace(life, mood=replace(life.mood, at=now), energy=replace(life.energy, at=now),
+                           last_step_at=now,
+                           last_trace_at=min(life.last_trace_at, now - settings.life.trace_interval_s))
         cur = store.current_activity(conn)
         if life_on and (fresh or cur is None or life.life_paused):
             if cur is not None:
                 store.end_activity(conn, cur["id"], "abandoned", now, {**cur["detail"], "ended_by": "life_off"})
-            life.life_paused = False
-            cur = life.replan_from(now)
+            life, start = machine.replan_from(ctx, replace(life, life_paused=False), now, heartbeat_on)
+            cur, _ = record.apply_transition(conn, [start])
         elif not life_on:
-            life.life_paused = True
+            life = replace(life, life_paused=True)
         transitions = 0
         if life_on and cur is not None and not backwards:
             while _ends_by(cur, settings) <= now and transitions < MAX_TRANSITIONS_PER_STEP:
                 end = _ends_by(cur, settings)
                 if heartbeat_on:
-                    life.advance(end, act.catalogue()[cur["kind"]])
-                if cur["kind"] == "chat":
-                    store.end_activity(conn, cur["id"], "done", end, cur["detail"])
-                else:
-                    life.finish(cur, end)
-                cur = life.after(cur, end)
+                    life = machine.advance(ctx, life, end, catalogue()[cur["kind"]])
+                suspended = store.all_open_suspended(conn) if cur["kind"] == "chat" else []
+                life, effects = machine.transition(ctx, life, cur, end, suspended, mood_on=heartbeat_on)
+                cur, written = record.apply_transition(conn, effects)
+                events += written
                 transitions += 1
-        spec = act.catalogue()[cur["kind"]] if cur else None
+        spec = catalogue()[cur["kind"]] if cur else None
         if heartbeat_on:
-            life.advance(now, spec)
-            life.trace(now, cur["kind"] if cur else None)
+            life = machine.advance(ctx, life, now, spec)
+            life = record.trace(conn, ctx, life, now, cur["kind"] if cur else None)
         else:  # frozen: time passes, her state does not change
-            life.mood = replace(life.mood, at=max(life.mood.at, now))
-            life.energy = replace(life.energy, at=max(life.energy.at, now))
-        life.last_step_at = now
-        life.save(now)
-    return {"backwards": backwards, "transitions": transitions, "life_events": len(life.events),
-            "activity": cur["kind"] if cur else None, "mood": _mood_dict(life, now)}
+            life = replace(life, mood=replace(life.mood, at=max(life.mood.at, now)),
+                           energy=replace(life.energy, at=max(life.energy.at, now)))
+        life = replace(life, last_step_at=now)
+        record.save(conn, life, now)
+    return {"backwards": backwards, "transitions": transitions, "life_events": len(events),
+            "activity": cur["kind"] if cur else None, "mood": _mood_dict(ctx, life, now)}
 
 
 def _ends_by(cur: dict[str, Any], settings: Settings) -> float:
@@ -98,28 +100,34 @@ def resume_after_gap(conn: Any, settings: Settings, persona: Persona | None, las
     `last_beat_at` (the previous daemon's last beat) is informational; her own state records the
     instant it was last stepped, which is what the analytic step starts from.
     """
+    ctx = context(settings, persona)
     with transaction(conn):
-        life, fresh = load_day(conn, settings, persona, now)
+        life, fresh = record.load_day(conn, ctx, now)
         cur = None if fresh else store.current_activity(conn)
         start = life.last_step_at
         quick = max(60.0, 4.0 * settings.heartbeat.interval_s)
         if cur is not None and 0 <= now - start <= quick and _ends_by(cur, settings) > now:
-            life.advance(now, act.catalogue()[cur["kind"]])
+            life = machine.advance(ctx, life, now, catalogue()[cur["kind"]])
         else:
             if not fresh:
                 if now > start:
-                    life.mood = mood_model.relax(life.mood, now, life.mp)
-                    life.energy = energy_model.free_run(life.energy, now, life.ep(start))
+                    life = replace(life, mood=mood_model.relax(life.mood, now, ctx.mp),
+                                   energy=energy_model.free_run(life.energy, now, energy_params(settings, persona,
+                                                                                                  start)))
                 else:  # her clock went backwards while the daemon was down: nothing to step
-                    life.mood = replace(life.mood, at=now)
-                    life.energy = replace(life.energy, at=now)
-                life.close_for_gap(min(start, now))
-            cur = life.replan_from(now)
-        life.life_paused = False
-        life.last_step_at = now
-        life.last_trace_at = min(life.last_trace_at, now - settings.life.trace_interval_s)
-        life.trace(now, cur["kind"])
-        life.save(now)
+                    life = replace(life, mood=replace(life.mood, at=now), energy=replace(life.energy, at=now))
+                record.apply(conn, machine.close_for_gap(store.current_activity(conn), store.all_open_suspended(conn),
+                                                         min(start, now), life.last_step_at))
+            else:
+                stale = store.current_activity(conn)
+                if stale is not None:   # a day state from an older version: its activity ends here
+                    record.apply(conn, machine.close_for_gap(stale, store.all_open_suspended(conn), now, now))
+            life, first = machine.replan_from(ctx, life, now)
+            cur, _ = record.apply_transition(conn, [first])
+        life = replace(life, life_paused=False, last_step_at=now,
+                       last_trace_at=min(life.last_trace_at, now - settings.life.trace_interval_s))
+        life = record.trace(conn, ctx, life, now, cur["kind"] if cur else None)
+        record.save(conn, life, now)
 
 
 def interrupt_for_chat(conn: Any, turn_id: str | None, now: float, *, quiet_after_chat_s: float = 600.0) -> None:
@@ -141,7 +149,7 @@ def interrupt_for_chat(conn: Any, turn_id: str | None, now: float, *, quiet_afte
             return
         remaining = max(0.0, float(cur["expected_end"]) - now)
         store.suspend_activity(conn, cur["id"], now, turn_id, round(remaining, 3), {**cur["detail"], "open": True})
-        spec = act.catalogue()["chat"]
+        spec = catalogue()["chat"]
         store.start_activity(conn, kind="chat", label=spec.label, started_at=now,
                              expected_end=now + quiet_after_chat_s, why="chat", next_kind=cur["kind"],
                              detail={"last_chat_at": now, "first_turn_id": turn_id, "last_turn_id": turn_id,
@@ -151,47 +159,46 @@ def interrupt_for_chat(conn: Any, turn_id: str | None, now: float, *, quiet_afte
 def appraise_turn(conn: Any, settings: Settings, persona: Persona | None, user_text: str | None,
                   companion_text: str | None, affect: dict[str, Any] | None, now: float) -> dict[str, Any]:
     """Push her mood with one chat turn (control 'appraisal'); return the mood after the push."""
+    ctx = context(settings, persona)
     with transaction(conn):
-        life, _ = load_day(conn, settings, persona, now)
+        life, _ = record.load_day(conn, ctx, now)
         if stored_controls(conn).get("appraisal", True):
             push = appraise(user_text, companion_text, affect)
             # One turn moves her at most a share of her range (engine/appraisal/bound.py says why).
-            delta = bounded_delta(push, life.mp, settings.mood.chat_push_gain)
-            life.mood = mood_model.relax(life.mood, now, life.mp)
-            life.mood = mood_model.push(life.mood, delta, life.mp)
-            life.save(now)
-        return _mood_dict(life, now)
+            delta = bounded_delta(push, ctx.mp, settings.mood.chat_push_gain)
+            mood = mood_model.push(mood_model.relax(life.mood, now, ctx.mp), delta, ctx.mp)
+            life = replace(life, mood=mood)
+            record.save(conn, life, now)
+        return _mood_dict(ctx, life, now)
 
 
-def _mood_dict(life: DayState, now: float) -> dict[str, Any]:
-    mood = mood_model.relax(life.mood, now, life.mp)
-    v, a, d = mood_model.values(mood, life.mp)
-    e = energy_model.level(life.energy, life.ep(now), max(now, life.energy.at))
+def _mood_dict(ctx: LifeContext, life: LifeState, now: float) -> dict[str, Any]:
+    mood = mood_model.relax(life.mood, now, ctx.mp)
+    v, a, d = mood_model.values(mood, ctx.mp)
+    e = energy_model.level(life.energy, energy_params(ctx.settings, ctx.persona, now), max(now, life.energy.at))
     return {"v": round(v, 4), "a": round(a, 4), "d": round(d, 4), "e": round(e, 4),
             "label": mood_model.label(v, a, d)}
 
 
 def inner_snapshot(conn: Any, settings: Settings, persona: Persona | None, now: float) -> dict[str, Any]:
     """How she is right now: mood (numbers + label), energy, current activity. Never life-event text."""
-    raw = store.get_inner_state(conn)
-    if raw is None:
-        life, _ = load_day(conn, settings, persona, now)
-    else:
-        life = DayState(conn, settings, persona, raw)
+    ctx = context(settings, persona)
+    life, _ = record.load_day(conn, ctx, now)
     cur = store.current_activity(conn)
     if cur is not None and stored_controls(conn).get("heartbeat", True):
-        spec = act.catalogue()[cur["kind"]]
-        life.energy = energy_model.step(life.energy, max(now, life.energy.at), life.ep(now), asleep=spec.asleep,
-                                        rate=spec.rate)
-    mood = _mood_dict(life, now)
+        spec = catalogue()[cur["kind"]]
+        life = replace(life, energy=energy_model.step(life.energy, max(now, life.energy.at),
+                                                      energy_params(settings, persona, now), asleep=spec.asleep,
+                                                      rate=spec.rate))
+    mood = _mood_dict(ctx, life, now)
     activity = None
     if cur is not None:
         until = _ends_by(cur, settings)
         activity = {"kind": cur["kind"], "label": cur["label"], "since": _iso(cur["started_at"], settings),
                     "until": _iso(until, settings), "why": cur["why"],
-                    "next": act.catalogue()[cur["next_kind"]].label if cur["next_kind"] in act.catalogue() else None}
+                    "next": catalogue()[cur["next_kind"]].label if cur["next_kind"] in catalogue() else None}
     return {"mood": mood, "energy": mood["e"], "activity": activity}
 
 
 def _iso(t: float, settings: Settings) -> str:
-    return act.local_time(t, settings.life.tz).isoformat(timespec="seconds")
+    return local_time(t, settings.life.tz).isoformat(timespec="seconds")

@@ -80,6 +80,8 @@ class LifeSettings:
     tired_energy: float = 0.2
     lonely_after_h: float = 6.0
     sleep_window_h: float = 1.5
+    role: str = "illustrator"
+    city: str = "杭州"
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,8 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("life", "tz"): (lambda v: _is_zone(v), "an IANA time zone such as Asia/Shanghai"),
     ("life", "tired_energy"): (lambda v: 0 <= v <= 1, "an energy level from 0 to 1"),
     ("life", "sleep_window_h"): (lambda v: 0 < v <= 6, "hours from 0 to 6"),
+    ("life", "role"): (lambda v: v in ("illustrator", "student", "freelance"), "one of illustrator, student, freelance"),
+    ("life", "city"): (lambda v: _is_city(v), "a city in engine/life/data/cities.toml such as 杭州"),
     ("api", "max_body_bytes"): (lambda v: 1024 <= v <= 16 * 1024 * 1024, "bytes from 1024 to 16 MiB"),
     ("api", "max_connections"): (lambda v: 8 <= v <= 65536, "an integer from 8 to 65536"),
     ("api", "fd_reserve"): (lambda v: 16 <= v <= 4096, "an integer from 16 to 4096"),
@@ -230,6 +234,17 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("consolidation", "max_retire_fraction"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
     ("consolidation", "cron_hour"): (lambda v: 0 <= v <= 23, "an hour from 0 to 23"),
 }
+
+
+def _is_city(name: Any) -> bool:
+    from engine.errors import InputError
+    from engine.life.place import city
+
+    try:
+        city(name)
+    except InputError:
+        return False
+    return True
 
 
 def _is_zone(value: str) -> bool:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from engine import activity as act
+from engine.life.machine import world_of
+from engine.life.place import city
 from engine.persona import CATEGORIES, Persona
 
 TZ = "Asia/Shanghai"
@@ -19,19 +22,23 @@ def at(hour: float) -> float:
 
 
 def plan(**over) -> dict:
-    base = {"day": DAY, "wake_at": at(7), "sleep_at": at(23), "meals": {"lunch": at(12), "dinner": at(18.5)},
-            "done": [], "naps": 0, "counts": {}}
+    base = {"day": DAY, "shape": "off", "wake_at": at(7), "sleep_at": at(23),
+            "anchors": [["lunch", "lunch", at(12), None, "家"], ["dinner", "dinner", at(18.5), None, "家"]],
+            "done": [], "naps": 0, "nap": False, "counts": {}}
     return {**base, **over}
 
 
 def pick(t: float, p: dict, *, energy: float = 0.7, valence: float = 0.1, key: str = "k", previous=None):
-    return act.choose(key, t, p, PERSONA, energy=energy, valence=valence, last_social_at=t, previous=previous,
-                      tz=TZ, tired_energy=0.2, lonely_after_h=6.0)
+    world = world_of(dt.date.fromisoformat(p["day"]), city("杭州"), key)
+    return act.choose(act.Situation(
+        seed_key=key, t=t, plan=p, persona=PERSONA, world=world, energy=energy,
+        mood_dev=(valence - PERSONA.baseline_v, 0.0), last_social_at=t, previous=previous, tz=TZ, tired_energy=0.2,
+        lonely_after_h=6.0, needs=frozenset(), friends_due=(), family_due=()))
 
 
 def test_catalogue_is_valid_and_chinese() -> None:
     specs = act.catalogue()
-    assert len(specs) >= 15
+    assert len(specs) >= 30
     for kind, spec in specs.items():
         assert spec.category in CATEGORIES or spec.category in act.ROUTINE_CATEGORIES, kind
         assert any("\u4e00" <= ch <= "\u9fff" for ch in spec.label), kind
@@ -51,7 +58,7 @@ def test_choices_never_run_past_the_next_anchor() -> None:
         t = at(8) + i * 613
         p = plan()
         choice = pick(t, p)
-        assert choice.end <= act.next_anchor(p, t)[1] or choice.kind in act.MEALS or choice.kind == "sleep"
+        assert choice.end <= act.next_anchor(p, t).at or choice.kind in act.MEALS or choice.kind == "sleep"
         assert choice.end > t
 
 

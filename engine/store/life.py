@@ -68,8 +68,17 @@ def get_inner_state(conn: Any) -> dict[str, Any] | None:
 
 
 def put_inner_state(conn: Any, state: dict[str, Any], now: float) -> None:
-    conn.execute(q("life_put_mood_state"), {"state_json": json.dumps(state, ensure_ascii=False, sort_keys=True),
-                                       "now": now})
+    put_inner_state_text(conn, json.dumps(state, ensure_ascii=False, sort_keys=True), now)
+
+
+def get_inner_state_text(conn: Any) -> str | None:
+    """The saved day state as its JSON text (the day machine caches the parse of the text it last wrote)."""
+    row = conn.execute(q("life_get_mood_state")).fetchone()
+    return str(row["state_json"]) if row else None
+
+
+def put_inner_state_text(conn: Any, text: str, now: float) -> None:
+    conn.execute(q("life_put_mood_state"), {"state_json": text, "now": now})
 
 
 def put_trace_point(conn: Any, ts: float, v: float, a: float, d: float, e: float, activity: str | None) -> None:

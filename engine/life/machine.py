@@ -1,0 +1,348 @@
+"""Her day machine: one pure transition (an activity ends, the next begins) returning the effects the caller writes.
+
+`LifeState` (engine/life/state.py) is the one name for her day state. A transition reads it and the activity that ends, and returns the new state and a list of effects (end activity,
+life event, mood push, start activity); engine/life/record.py writes them. Every mood input of an ending activity
+is in one list (`mood_inputs`), used by the transition and by the forecast of what comes next (`preview_next`),
+which runs this same transition on the forecast state: without a chat in between the preview is what happens.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import replace
+from typing import Any
+
+from engine import energy as energy_model
+from engine import mood as mood_model
+from engine.life import cast as cast_model
+from engine.life import household as house_model
+from engine.life.catalogue import ActivitySpec, catalogue
+from engine.life.choose import RAIN, Choice, Situation, choose
+from engine.life.fallback import abandoned_text, completion_text, details_for, resumed_text
+from engine.life.localtime import HOUR, MINUTE, day_of, local_time, rng_for
+from engine.life.narrate import StoryState, narrate
+from engine.life.plan import make_plan, next_anchor
+from engine.life.scene import Companion, Moment, Outcome, Scene
+from engine.life.state import (
+    STATE_VERSION,
+    CloseSuspended,
+    Effect,
+    EndActivity,
+    LifeContext,
+    LifeEvent,
+    LifeState,
+    MoodPush,
+    StartActivity,
+    context,
+    energy_params,
+    mood_params,
+    world_of,
+)
+from engine.life.week import leave_by, shape_of
+from engine.life.world import WorldDay
+
+__all__ = [
+    "STATE_VERSION", "CloseSuspended", "Effect", "EndActivity", "LifeContext", "LifeEvent", "LifeState", "MoodPush",
+    "StartActivity", "advance", "close_for_gap", "context", "energy_level", "energy_params", "fresh_state",
+    "mood_inputs", "mood_params", "preview_next", "replan_from", "transition", "wake_for", "world_of",
+]
+
+MIN_SLEEP_H, MAX_SLEEP_H = 6.0, 10.0
+SHORTEST_NIGHT_H = 3.0   # an alarm after a late night may cut her sleep below MIN_SLEEP_H, never below this
+FATIGUE_PUSH = 0.05      # valence push per unit of energy above (+) or below (-) 0.4 when an activity ends
+# A disappointment (rain on the walk, a friend cancels, the bread fails) replaces the activity's own push: a
+# small loss, which mood.push weighs by her loss aversion.
+DISAPPOINTED_PUSH = (-0.05, 0.02, -0.03)
+RAIN_DISAPPOINT = 0.5    # extra chance an outdoor kind goes wrong when it rains
+HOME_PLACES = ("家", "阳台")   # her own fridge; at her parents' it is theirs
+
+
+def _world(ctx: LifeContext, state: LifeState, day: str) -> WorldDay:
+    return world_of(dt.date.fromisoformat(day), ctx.city, state.seed_key)
+
+
+def fresh_state(ctx: LifeContext, seed_key: str, now: float) -> LifeState:
+    ep = energy_params(ctx.settings, ctx.persona, now)
+    return LifeState(mood=mood_model.at_baseline(now), energy=energy_model.spin_up(now, ep), plan=None,
+                     last_step_at=now, seed_key=seed_key, met=cast_model.first_met(seed_key, now))
+
+
+# --- continuous parts ----------------------------------------------------------------------------
+
+
+def advance(ctx: LifeContext, state: LifeState, until: float, spec: ActivitySpec | None) -> LifeState:
+    """Mood and energy at `until` in closed form under one activity."""
+    asleep = spec.asleep if spec else state.energy.asleep
+    rate = spec.rate if spec else 1.0
+    ep = energy_params(ctx.settings, ctx.persona, until)
+    return replace(state, mood=mood_model.relax(state.mood, until, ctx.mp),
+                   energy=energy_model.step(state.energy, until, ep, asleep=asleep, rate=rate))
+
+
+def energy_level(ctx: LifeContext, state: LifeState, t: float | None = None) -> float:
+    return energy_model.level(state.energy, energy_params(ctx.settings, ctx.persona, state.energy.at), t)
+
+
+def mood_dev(ctx: LifeContext, state: LifeState) -> tuple[float, float]:
+    v, a, _ = mood_model.values(state.mood, ctx.mp)
+    return v - ctx.mp.baseline[0], a - ctx.mp.baseline[1]
+
+
+def mood_inputs(spec: ActivitySpec, outcome: Outcome, level: float) -> list[MoodPush]:
+    """Every push an ending activity gives her mood: what it was (or how it disappointed), and how tired she is."""
+    inputs = [MoodPush("disappointed" if outcome is Outcome.DISAPPOINTED else "activity",
+                       DISAPPOINTED_PUSH if outcome is Outcome.DISAPPOINTED else spec.mood)]
+    if not spec.asleep:
+        fatigue = FATIGUE_PUSH * (level - 0.4)
+        inputs.append(MoodPush("fatigue", (fatigue, 0.0, 0.5 * fatigue)))
+    return inputs
+
+
+def _push_all(ctx: LifeContext, mood: mood_model.Mood, inputs: list[MoodPush]) -> mood_model.Mood:
+    for push in inputs:
+        mood = mood_model.push(mood, push.delta, ctx.mp)
+    return mood
+
+
+# --- the transition ------------------------------------------------------------------------------
+
+
+def transition(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float,
+               suspended: list[dict[str, Any]], *, mood_on: bool = True,
+               preview: bool = False) -> tuple[LifeState, list[Effect]]:
+    """`cur` ends at `at` (mood and energy already advanced to `at`): finish it and start what comes next."""
+    effects: list[Effect] = []
+    kind = cur["kind"]
+    if kind == "chat":
+        effects.append(EndActivity(cur["id"], "done", at, cur["detail"]))
+        state, more = _after_chat(ctx, state, at, suspended, mood_on, preview)
+        return state, effects + more
+    state, done = _finish(ctx, state, cur, at, mood_on, preview)
+    effects += done
+    if kind == "sleep":
+        state = _new_plan(ctx, replace(state, house=house_model.new_day(state.house),
+                                       slept_h=round((at - float(cur["started_at"])) / HOUR, 3)), at, woke_at=at)
+    if state.plan is None:
+        state, start = replan_from(ctx, state, at, mood_on)
+    else:
+        state, start = _choose_and_start(ctx, state, at, kind, mood_on, preview)
+    return state, [*effects, start]
+
+
+def replan_from(ctx: LifeContext, state: LifeState, t: float, mood_on: bool = True) -> tuple[LifeState, StartActivity]:
+    """Pick the day up at t: asleep by her rhythm -> sleep until the predicted wake, else plan the rest of the day."""
+    if state.energy.asleep:
+        ep = energy_params(ctx.settings, ctx.persona, t)
+        wake = energy_model.crossing(state.energy.s, t, ep, asleep=True)
+        wake = min(max(wake, t + 30 * MINUTE), t + MAX_SLEEP_H * HOUR)
+        plan: dict[str, Any] = {"day": day_of(t, ctx.tz), "shape": "off", "wake_at": None, "sleep_at": t, "anchors": [],
+                "done": [], "naps": 0, "nap": False, "counts": {}}
+        state = replace(state, plan=plan)
+        return state, _start(ctx, state, "sleep", t, wake, "routine", {}, mood_on, preview=True)
+    state = _new_plan(ctx, state, t, woke_at=None)
+    return _choose_and_start(ctx, state, t, None, mood_on, preview=False)
+
+
+def _new_plan(ctx: LifeContext, state: LifeState, t: float, woke_at: float | None) -> LifeState:
+    day = day_of(t, ctx.tz)
+    world = _world(ctx, state, day)
+    tomorrow = _world(ctx, state, (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat())
+    plan = make_plan(state.seed_key, t, day, state.energy, energy_params(ctx.settings, ctx.persona, t), ctx.persona,
+                     ctx.tz, role=ctx.role, world=world, tomorrow=tomorrow, woke_at=woke_at,
+                     half_width_h=ctx.settings.life.sleep_window_h, mood_dev=mood_dev(ctx, state),
+                     slept_h=state.slept_h)
+    return replace(state, plan=plan)
+
+
+def _situation(ctx: LifeContext, state: LifeState, t: float, previous: str | None,
+               sleep_end: float | None = None) -> Situation:
+    assert state.plan is not None
+    day = state.plan["day"]
+    needs = house_model.needs(state.house, day)
+    if house_model.eats_out(state.house):
+        needs = needs | {"eat_out"}
+    known = [x for x in (state.last_chat_at, state.last_social_at) if x is not None]
+    return Situation(
+        seed_key=state.seed_key, t=t, plan=state.plan, persona=ctx.persona, world=_world(ctx, state, day),
+        energy=energy_level(ctx, state, t), mood_dev=mood_dev(ctx, state), last_social_at=max(known) if known else None,
+        previous=previous, tz=ctx.tz, tired_energy=ctx.settings.life.tired_energy,
+        lonely_after_h=ctx.settings.life.lonely_after_h, needs=needs,
+        friends_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="same_city")),
+        family_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="hometown")), sleep_end=sleep_end)
+
+
+def wake_for(ctx: LifeContext, state: LifeState, t: float) -> float:
+    """When she wakes from a night's sleep starting at t: process S, or the alarm of a working morning."""
+    ep = energy_params(ctx.settings, ctx.persona, t)
+    wake = energy_model.crossing(state.energy.s, t, ep, asleep=True)
+    wake = min(max(wake, t + MIN_SLEEP_H * HOUR), t + MAX_SLEEP_H * HOUR)
+    wake_day = day_of(wake, ctx.tz)   # the morning she wakes into (her day turns at 04:00)
+    if shape_of(_world(ctx, state, wake_day)) == "work":
+        alarm = leave_by(ctx.role, wake_day, ctx.tz, state.seed_key)
+        if alarm is not None and alarm < wake:
+            wake = max(alarm, t + SHORTEST_NIGHT_H * HOUR)
+    return wake
+
+
+def _choose_and_start(ctx: LifeContext, state: LifeState, t: float, previous: str | None, mood_on: bool,
+                      preview: bool) -> tuple[LifeState, StartActivity]:
+    assert state.plan is not None
+    anchor = next_anchor(state.plan, t)
+    sleep_end = wake_for(ctx, state, t) if anchor.kind == "sleep" and anchor.at <= t + 60 else None
+    choice = choose(_situation(ctx, state, t, previous, sleep_end))
+    plan = dict(state.plan)
+    if choice.anchor is not None and choice.anchor != "sleep":
+        plan["done"] = [*plan["done"], choice.anchor]
+    if choice.kind == "nap":
+        plan["naps"] = int(plan["naps"]) + 1
+    counts = dict(plan.get("counts", {}))
+    counts[choice.kind] = int(counts.get(choice.kind, 0)) + 1
+    plan["counts"] = dict(sorted(counts.items()))
+    state = replace(state, plan=plan)
+    extra = {"outcome": _outcome(ctx, state, choice, t).value, "place": choice.place, "with": choice.with_id}
+    if choice.anchor:
+        extra["anchor"] = choice.anchor
+    return state, _start(ctx, state, choice.kind, t, max(choice.end, t + 60.0), choice.why, extra, mood_on, preview)
+
+
+def _outcome(ctx: LifeContext, state: LifeState, choice: Choice, t: float) -> Outcome:
+    """Seeded: outdoors in the rain often disappoints; some kinds sometimes do anyway (a friend cancels)."""
+    spec = catalogue()[choice.kind]
+    chance = spec.disappoint
+    if spec.outdoor and state.plan is not None and _world(ctx, state, state.plan["day"]).weather in RAIN:
+        chance += RAIN_DISAPPOINT
+    if chance <= 0:
+        return Outcome.DONE
+    return Outcome.DISAPPOINTED if rng_for(state.seed_key, "outcome", round(t, 3)).random() < chance else Outcome.DONE
+
+
+def _start(ctx: LifeContext, state: LifeState, kind: str, t: float, end: float, why: str, extra: dict[str, Any],
+           mood_on: bool, preview: bool, details: dict[str, str] | None = None) -> StartActivity:
+    spec = catalogue()[kind]
+    detail: dict[str, Any] = {"details": details if details is not None else details_for(state.seed_key, kind, t)}
+    detail.update({k: v for k, v in extra.items() if v is not None})
+    end = round(end, 3)
+    start = StartActivity(kind, spec.label, t, end, why, None, detail)
+    if preview or kind in ("chat", "sleep"):
+        return start
+    return replace(start, next_kind=preview_next(ctx, state, start, mood_on))
+
+
+def preview_next(ctx: LifeContext, state: LifeState, start: StartActivity, mood_on: bool = True) -> str | None:
+    """What she will do after `start`: the same transition, run on her state forecast for its end.
+
+    Mood and energy are closed-form and every mood input is in `mood_inputs`, so without a chat in between the
+    forecast is exact and the preview is what actually happens next.
+    """
+    if state.plan is None:
+        return None
+    spec = catalogue()[start.kind]
+    at = start.expected_end
+    forecast = advance(ctx, state, at, spec) if mood_on else state
+    cur = {"id": -1, "kind": start.kind, "started_at": start.started_at, "expected_end": at, "detail": start.detail}
+    _, effects = transition(ctx, forecast, cur, at, [], mood_on=mood_on, preview=True)
+    return next((e.kind for e in effects if isinstance(e, StartActivity)), None)
+
+
+def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, mood_on: bool,
+            preview: bool) -> tuple[LifeState, list[Effect]]:
+    """Complete `cur` at `at`: life event (told=0), household and cast bookkeeping, mood pushes."""
+    kind = cur["kind"]
+    spec = catalogue()[kind]
+    detail = cur["detail"]
+    outcome = Outcome(detail.get("outcome", "done"))
+    effects: list[Effect] = [EndActivity(cur["id"], "done", at, detail)]
+    if not preview:
+        text, story = _sentence(ctx, state, cur, at, Moment.COMPLETED, outcome)
+        state = replace(state, story=story)
+        text = text or completion_text(kind, detail.get("details", {}), outcome is Outcome.DISAPPOINTED)
+        if text:
+            effects.append(LifeEvent(text, at, "completed", cur["id"]))
+    if spec.category == "social" or kind == "festival":
+        state = replace(state, last_social_at=at)
+    who = detail.get("with")
+    member = cast_model.cast().get(who) if who else None
+    # Seeing someone counts for everyone; a call counts only for those far away (a call is not a meeting).
+    if member and outcome is Outcome.DONE and (kind != "call_friend" or member.lives == "hometown"):
+        state = replace(state, met={**state.met, member.id: round(at, 3)})
+    day = state.plan["day"] if state.plan else day_of(at, ctx.tz)
+    place = detail.get("place") or spec.place
+    state = replace(state, house=house_model.after(state.house, kind, day, at_home=place in HOME_PLACES))
+    if mood_on:
+        inputs = mood_inputs(spec, outcome, energy_level(ctx, state, at))
+        state = replace(state, mood=_push_all(ctx, state.mood, inputs))
+        effects += inputs
+    return state, effects
+
+
+def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, moment: Moment,
+              outcome: Outcome, remaining_s: float = 0.0) -> tuple[str | None, dict[str, Any]]:
+    """The narrated sentence for this activity, and the story state after it (None: use the fallback)."""
+    ended = local_time(at, ctx.tz)
+    who = cur["detail"].get("with")
+    member = cast_model.cast().get(who) if who else None
+    scene = Scene(kind=cur["kind"], moment=moment, started=local_time(float(cur["started_at"]), ctx.tz), ended=ended,
+                  world=world_of(ended.date(), ctx.city, state.seed_key), outcome=outcome,
+                  with_whom=Companion(member.id, member.name, member.relation) if member else None,
+                  place=cur["detail"].get("place"), valence=mood_model.values(state.mood, ctx.mp)[0],
+                  remaining_s=remaining_s)
+    text, story = narrate(scene, StoryState.from_dict(state.story), state.seed_key)
+    return text, story.to_dict()
+
+
+def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[dict[str, Any]], mood_on: bool,
+                preview: bool) -> tuple[LifeState, list[Effect]]:
+    """The chat went quiet: resume what she was doing with its remaining time, or give it up."""
+    effects: list[Effect] = []
+    for susp in suspended:
+        detail = {**susp["detail"], "open": False}
+        details = detail.get("details", {})
+        remaining = float(susp["remaining_s"] or 0.0)
+        kind = susp["kind"]
+        sleep_at = state.plan["sleep_at"] if state.plan else math.inf
+        if kind == "sleep":
+            new_end = float(susp["expected_end"])
+            resumable = new_end - at >= 30 * MINUTE
+        else:
+            new_end = at + remaining
+            resumable = (new_end <= float(susp["expected_end"]) + ctx.settings.life.resume_window_s
+                         and new_end <= sleep_at and remaining >= 60.0)
+        outcome = Outcome(detail.get("outcome", "done"))
+        if resumable:
+            effects.append(CloseSuspended(susp["id"], "suspended", {**detail, "resumed_at": at}))
+            text, story = _sentence(ctx, state, susp, at, Moment.RESUMED, outcome, new_end - at)
+            state = replace(state, story=story)
+            effects.append(LifeEvent(text or resumed_text(kind, details, new_end - at), at, "resumed", susp["id"]))
+            extra = {k: detail.get(k) for k in ("outcome", "place", "with", "anchor")}
+            extra["resumed_from"] = susp["id"]
+            return state, [*effects, _start(ctx, state, kind, at, new_end, "resume", extra, mood_on, preview,
+                                            details=details)]
+        effects.append(CloseSuspended(susp["id"], "abandoned", {**detail, "abandoned_at": at}))
+        text, story = _sentence(ctx, state, susp, at, Moment.ABANDONED, outcome)
+        state = replace(state, story=story)
+        effects.append(LifeEvent(text or abandoned_text(kind, details), at, "abandoned", susp["id"]))
+        if kind == "sleep":
+            started = float(susp["started_at"])
+            state = _new_plan(ctx, replace(state, house=house_model.new_day(state.house),
+                                           slept_h=round((float(susp.get("ended_at") or at) - started) / HOUR, 3)),
+                              at, woke_at=at)
+        break
+    if state.plan is None:
+        state, start = replan_from(ctx, state, at, mood_on)
+    else:
+        state, start = _choose_and_start(ctx, state, at, "chat", mood_on, preview)
+    return state, [*effects, start]
+
+
+def close_for_gap(cur: dict[str, Any] | None, suspended: list[dict[str, Any]], at: float,
+                  last_step_at: float) -> list[Effect]:
+    """Downtime: nothing is invented; what she was doing simply stops when the daemon stopped."""
+    effects: list[Effect] = []
+    if cur is not None:
+        effects.append(EndActivity(cur["id"], "abandoned", min(at, max(cur["started_at"], last_step_at)),
+                                   {**cur["detail"], "ended_by": "gap"}))
+    for susp in suspended:
+        effects.append(CloseSuspended(susp["id"], "abandoned", {**susp["detail"], "open": False, "ended_by": "gap"}))
+    return effects
+

@@ -1,0 +1,96 @@
+"""Her day plan, made when she wakes: the anchors (meals, work, commute, washing up, bed) relative to her wake time.
+
+The plan is JSON in her saved day state. Anchors come from her role and the day's world (engine/life/week.py);
+meals sit relative to when she woke and her chronotype, not at fixed clock hours; bedtime comes from process S,
+later before a rest day and after an exciting or a sad day, inside a window around 23:00 shifted by chronotype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine import energy as energy_model
+from engine.life.localtime import HOUR, MINUTE, at_local, local_hour, rng_for
+from engine.life.week import Anchor, Role, family_anchors, shape_of, work_anchors
+from engine.life.world import WorldDay
+from engine.persona import Persona
+
+LATER_BEFORE_REST_H = 0.75   # she stays up later when tomorrow is free
+MOOD_LATER_MAX_H = 0.5       # aroused or low, she goes to bed up to this much later
+BEDTIME_SD_MIN = 22.0        # night-to-night spread of bedtime around the process-S forecast
+NAP_BASE = {"work": 0.0, "off": 0.3, "family": 0.35}   # chance of a nap on a day with a full night
+NAP_PER_SHORT_H = 0.2        # ... plus this per hour slept under 7.5 h
+NAP_FREE_WORKDAY = 0.12      # working from home she can lie down after lunch
+
+
+def sleep_window(day: str, persona: Persona, tz: str, half_width_h: float, later_h: float = 0.0) -> tuple[float, float]:
+    """When her main sleep may start on `day`: 23:00 shifted by her chronotype (and `later_h`), +- half_width_h."""
+    centre = 23.0 + persona.chronotype_shift_h + later_h
+    return at_local(day, centre - half_width_h, tz), at_local(day, centre + half_width_h, tz)
+
+
+def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Energy,
+              params: energy_model.EnergyParams, persona: Persona, tz: str, *, role: Role, world: WorldDay,
+              tomorrow: WorldDay, woke_at: float | None, half_width_h: float, mood_dev: tuple[float, float],
+              slept_h: float | None) -> dict[str, Any]:
+    """The anchors of her day from `t` (she woke at `woke_at`, or her life is picked up at `t`)."""
+    rng = rng_for(seed_key, day, "plan")
+    shape = shape_of(world)
+    shift = persona.chronotype_shift_h
+    wake = woke_at if woke_at is not None else t
+    anchors: list[Anchor] = []
+    if shape == "work":
+        anchors += work_anchors(role, day, tz, seed_key)
+    elif shape == "family":
+        anchors += family_anchors(world, day, tz, seed_key)
+    fixed = {a.kind for a in anchors}
+    if woke_at is not None and local_hour(wake, tz) < 10.5:
+        breakfast = wake + rng.uniform(10, 20 if shape == "work" else 40) * MINUTE
+        anchors.append(Anchor("breakfast", "breakfast", breakfast, None, "家"))
+    if "lunch" not in fixed:
+        # Lunch is hunger after waking (about 4.5 h), kept inside the hours people have lunch.
+        hour = min(13.5, max(11.5, local_hour(wake, tz) + 4.5 + rng.uniform(-0.4, 0.4)))
+        anchors.append(Anchor("lunch", "lunch", at_local(day, hour, tz), None, "家"))
+    if "dinner" not in fixed:
+        home = max((a.end or a.at for a in anchors if a.kind == "commute"), default=None)
+        dinner = at_local(day, 18.3 + 0.5 * shift + rng.uniform(-0.3, 0.6), tz)
+        if home is not None and shape == "work":
+            dinner = max(dinner, home + rng.uniform(20, 50) * MINUTE)
+        anchors.append(Anchor("dinner", "dinner", dinner, None, "家"))
+    # Bedtime: process S says when she is sleepy; the day ahead and her mood move it.
+    predicted = energy_model.crossing(state_energy.s, t, params, asleep=False)
+    dv, da = mood_dev
+    later = (LATER_BEFORE_REST_H if tomorrow.is_day_off or tomorrow.spring_festival else 0.0)
+    later += min(MOOD_LATER_MAX_H, max(0.0, da) * 1.5 + max(0.0, -dv) * 1.5)
+    # Habit adds to process C's phase: an evening type also keeps later evenings (half her chronotype shift).
+    predicted += (later + 0.5 * shift) * HOUR + rng.gauss(0.0, BEDTIME_SD_MIN) * MINUTE
+    lo, hi = sleep_window(day, persona, tz, half_width_h, later)
+    sleep_at = min(max(predicted, lo), hi)
+    last_fixed = max((a.end for a in anchors if a.end is not None), default=t)
+    sleep_at = max(sleep_at, t + 30 * MINUTE, last_fixed + 20 * MINUTE)
+    # Picked up mid-day (a restart), what is already over is not lived after the fact.
+    anchors = [a for a in anchors if a.at < sleep_at - 30 * MINUTE
+               and (a.at > t - 5 * MINUTE or (a.end is not None and a.end > t + 10 * MINUTE))]
+    anchors.append(Anchor("wash", "wash", sleep_at - rng.uniform(20, 32) * MINUTE, sleep_at, "家"))
+    anchors.sort(key=lambda a: a.at)
+    short = max(0.0, 7.5 - slept_h) if slept_h is not None else 0.0
+    nap_chance = NAP_BASE[shape] + (NAP_FREE_WORKDAY if shape == "work" and role.place == "家" else 0.0)
+    nap_chance = min(0.9, nap_chance + (NAP_PER_SHORT_H * short if nap_chance > 0 else 0.0))
+    return {"day": day, "shape": shape, "wake_at": woke_at, "sleep_at": round(sleep_at, 3),
+            "anchors": [[a.key, a.kind, round(a.at, 3), None if a.end is None else round(a.end, 3), a.place]
+                        for a in anchors],
+            "done": [], "naps": 0, "nap": rng.random() < nap_chance, "counts": {}}
+
+
+def next_anchor(plan: dict[str, Any], t: float) -> Anchor:
+    """The next anchor not yet done and not already over (else the main sleep)."""
+    for key, kind, at, end, place in plan["anchors"]:
+        if key in plan["done"] or (end is not None and end <= t + 5 * MINUTE):
+            continue
+        return Anchor(key, kind, min(at, plan["sleep_at"]), end, place)
+    return Anchor("sleep", "sleep", plan["sleep_at"], None, "家")
+
+
+def after_anchor(plan: dict[str, Any], key: str, t: float) -> Anchor:
+    """The anchor after `key` is done (for bounding how long `key` may run)."""
+    return next_anchor({**plan, "done": [*plan["done"], key]}, t)

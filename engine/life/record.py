@@ -1,0 +1,130 @@
+"""Her day in the database: load and save the day state, and write the effects of the day machine's transitions.
+
+The only module of engine/life that touches a connection: engine/life/machine.py decides, this writes
+(activity rows, life events told=0, the bounded mood trace), so a replay of the same inputs writes the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from typing import Any
+
+from engine import mood as mood_model
+from engine.errors import StoreError
+from engine.life.machine import (
+    STATE_VERSION,
+    CloseSuspended,
+    Effect,
+    EndActivity,
+    LifeContext,
+    LifeEvent,
+    LifeState,
+    StartActivity,
+    energy_level,
+    fresh_state,
+)
+from engine.store import life as store
+from engine.store.core import get_companion
+
+PRUNE_EVERY_S = 3600.0
+
+
+def seed_key(conn: Any) -> str:
+    companion = get_companion(conn)
+    if companion is None:
+        return "anima"
+    return f"{companion['name']}|{companion['birth_utc']}"
+
+
+# The heartbeat loads and saves her day state every beat; most of it (plan, cast contact, story) changes a
+# few times a day. Two one-entry caches keep a beat from re-encoding and re-parsing what did not change: the
+# JSON of the slow parts by identity (the state is immutable, so an unchanged part is the same object), and the
+# parsed state of the text this process last wrote (same text, same state, whatever the database).
+_SLOW = ("plan", "met", "story", "house")
+# Each cache is one tuple swapped whole, so a reader on another thread never sees half of an update.
+_slow_cache: tuple[Any, tuple[int, ...], str] = (None, (), "")   # (parts kept alive so ids stay unique, ids, JSON)
+_read_cache: tuple[str | None, LifeState | None] = (None, None)  # (text, state)
+
+
+def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
+    """Her saved day state, or a fresh one (True) when there is none or it is from an older version."""
+    text = store.get_inner_state_text(conn)
+    cached_text, cached_state = _read_cache
+    if text is not None and text == cached_text and cached_state is not None:
+        return cached_state, False
+    raw = None if text is None else json.loads(text)
+    if raw is not None and raw.get("version") == STATE_VERSION:
+        return LifeState.from_dict(raw), False
+    seed = (raw or {}).get("seed_key") or seed_key(conn)
+    fresh = fresh_state(ctx, seed, now)
+    if raw is not None and raw.get("mood"):   # an older day state: keep her mood, start the day machine afresh
+        fresh = replace(fresh, mood=mood_model.Mood.from_dict(raw["mood"]), last_chat_at=raw.get("last_chat_at"))
+    return fresh, True
+
+
+def save(conn: Any, state: LifeState, now: float) -> None:
+    """Write her day state as one JSON row (sorted keys, so a replay writes the same bytes)."""
+    global _slow_cache, _read_cache
+    parts = (state.plan, state.met, state.story, state.house)
+    ids = tuple(id(p) for p in parts)
+    full = state.to_dict()
+    slow = _slow_cache
+    if ids != slow[1]:
+        slow = _slow_cache = (parts, ids, _dumps({k: full[k] for k in _SLOW}))
+    fast = _dumps({k: v for k, v in full.items() if k not in _SLOW})
+    text = fast[:-1] + ", " + slow[2][1:]   # two JSON objects with disjoint keys, merged
+    store.put_inner_state_text(conn, text, now)
+    _read_cache = (text, state)
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def apply(conn: Any, effects: list[Effect]) -> tuple[dict[str, Any] | None, list[int]]:
+    """Write the effects in order; return the activity they started (as current_activity shapes it) and event ids."""
+    started: dict[str, Any] | None = None
+    events: list[int] = []
+    for effect in effects:
+        if isinstance(effect, EndActivity):
+            store.end_activity(conn, effect.activity_id, effect.status, effect.at, effect.detail)
+        elif isinstance(effect, CloseSuspended):
+            store.close_suspended(conn, effect.activity_id, effect.status, effect.detail)
+        elif isinstance(effect, LifeEvent):
+            events.append(store.add_life_event(conn, effect.text, effect.at, told=False, origin="life",
+                                               kind=effect.kind, activity_id=effect.activity_id))
+        elif isinstance(effect, StartActivity):
+            activity_id = store.start_activity(conn, kind=effect.kind, label=effect.label,
+                                               started_at=effect.started_at, expected_end=effect.expected_end,
+                                               why=effect.why, next_kind=effect.next_kind, detail=effect.detail)
+            started = {"id": activity_id, "kind": effect.kind, "label": effect.label,
+                       "started_at": effect.started_at, "expected_end": effect.expected_end, "why": effect.why,
+                       "next_kind": effect.next_kind, "detail": effect.detail}
+        # MoodPush is already in the state the transition returned; nothing to write.
+    return started, events
+
+
+def apply_transition(conn: Any, effects: list[Effect]) -> tuple[dict[str, Any], list[int]]:
+    """Write a transition's effects; a transition always starts her next activity (she is always doing one thing)."""
+    started, events = apply(conn, effects)
+    if started is None:
+        raise StoreError("a day-machine transition started no activity; the effects were not a transition")
+    return started, events
+
+
+def trace(conn: Any, ctx: LifeContext, state: LifeState, now: float, kind: str | None) -> LifeState:
+    """One mood_trace point per interval (and a prune of old points once an hour)."""
+    interval = ctx.settings.life.trace_interval_s
+    bucket = math.floor(now / interval) * interval
+    if bucket <= state.last_trace_at:
+        return state
+    v, a, d = mood_model.values(state.mood, ctx.mp)
+    store.put_trace_point(conn, bucket, round(v, 6), round(a, 6), round(d, 6),
+                          round(energy_level(ctx, state), 6), kind)
+    state = replace(state, last_trace_at=bucket)
+    if now - state.last_prune_at >= PRUNE_EVERY_S:
+        store.prune_trace(conn, now - ctx.settings.life.trace_retention_days * 86400.0)
+        state = replace(state, last_prune_at=now)
+    return state

@@ -1,0 +1,170 @@
+"""Her day state and what a transition returns: frozen values the day machine passes and engine/life/record.py writes.
+
+`LifeState` is the one name for her day state (mood, energy, plan, household, cast contact, story), saved as one
+JSON row; `LifeContext` what does not change within a step; the effects are the writes a transition asks for.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from engine import energy as energy_model
+from engine import mood as mood_model
+from engine.life import household as house_model
+from engine.life.localtime import local_time
+from engine.life.place import City, city
+from engine.life.week import Role, role
+from engine.life.world import WorldDay, world_day
+from engine.persona import Persona
+from engine.settings import Settings
+
+STATE_VERSION = 2
+
+
+@dataclass(frozen=True)
+class LifeContext:
+    """What does not change within a step: settings, persona, her mood parameters, role and city."""
+
+    settings: Settings
+    persona: Persona
+    mp: mood_model.MoodParams
+    role: Role
+    city: City
+
+    @property
+    def tz(self) -> str:
+        return self.settings.life.tz
+
+
+@dataclass(frozen=True)
+class LifeState:
+    """Her day state, saved as one JSON row: everything the next transition reads."""
+
+    mood: mood_model.Mood
+    energy: energy_model.Energy
+    plan: dict[str, Any] | None
+    last_step_at: float
+    seed_key: str
+    last_trace_at: float = -math.inf
+    last_prune_at: float = -math.inf
+    last_chat_at: float | None = None
+    last_social_at: float | None = None
+    life_paused: bool = False
+    house: house_model.Household = field(default_factory=house_model.Household)
+    met: dict[str, float] = field(default_factory=dict)
+    story: dict[str, Any] = field(default_factory=dict)
+    slept_h: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": STATE_VERSION, "mood": self.mood.to_dict(), "energy": self.energy.to_dict(),
+                "plan": self.plan, "last_step_at": self.last_step_at, "seed_key": self.seed_key,
+                "last_trace_at": None if self.last_trace_at == -math.inf else self.last_trace_at,
+                "last_prune_at": None if self.last_prune_at == -math.inf else self.last_prune_at,
+                "last_chat_at": self.last_chat_at, "last_social_at": self.last_social_at,
+                "life_paused": self.life_paused, "house": self.house.to_dict(), "met": dict(sorted(self.met.items())),
+                "story": self.story, "slept_h": self.slept_h}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> LifeState:
+        return cls(mood=mood_model.Mood.from_dict(raw["mood"]), energy=energy_model.Energy.from_dict(raw["energy"]),
+                   plan=raw.get("plan"), last_step_at=float(raw["last_step_at"]), seed_key=str(raw["seed_key"]),
+                   last_trace_at=raw.get("last_trace_at") or -math.inf,
+                   last_prune_at=raw.get("last_prune_at") or -math.inf,
+                   last_chat_at=raw.get("last_chat_at"), last_social_at=raw.get("last_social_at"),
+                   life_paused=bool(raw.get("life_paused", False)),
+                   house=house_model.Household.from_dict(raw.get("house")), met=dict(raw.get("met") or {}),
+                   story=dict(raw.get("story") or {}), slept_h=raw.get("slept_h"))
+
+
+# --- effects: what the caller writes -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EndActivity:
+    activity_id: int
+    status: str
+    at: float
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CloseSuspended:
+    activity_id: int
+    status: str
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LifeEvent:
+    text: str
+    at: float
+    kind: str                 # completed | resumed | abandoned
+    activity_id: int | None
+
+
+@dataclass(frozen=True)
+class MoodPush:
+    source: str
+    delta: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class StartActivity:
+    kind: str
+    label: str
+    started_at: float
+    expected_end: float
+    why: str
+    next_kind: str | None
+    detail: dict[str, Any]
+
+
+Effect = EndActivity | CloseSuspended | LifeEvent | MoodPush | StartActivity
+
+
+# --- parameters ----------------------------------------------------------------------------------
+
+
+def context(settings: Settings, persona: Persona | None) -> LifeContext:
+    p = persona or Persona(loss_aversion=settings.mood.loss_aversion)
+    return LifeContext(settings=settings, persona=persona or Persona(), mp=mood_params(settings, p),
+                       role=role(settings.life.role), city=city(settings.life.city))
+
+
+def mood_params(settings: Settings, persona: Persona | None) -> mood_model.MoodParams:
+    p = persona or Persona(loss_aversion=settings.mood.loss_aversion)
+    m = settings.mood
+    return mood_model.MoodParams(
+        baseline=(p.baseline_v, p.baseline_a, p.baseline_d),
+        half_life_h=(m.half_life_v_h * p.half_life_factor_v, m.half_life_a_h * p.half_life_factor_a,
+                     m.half_life_d_h * p.half_life_factor_d),
+        negative_half_life_factor=m.negative_half_life_factor,
+        loss_aversion=p.loss_aversion,
+    )
+
+
+def energy_params(settings: Settings, persona: Persona | None, t: float) -> energy_model.EnergyParams:
+    return _energy_params(settings.energy.rise_tau_h, settings.energy.fall_tau_h,
+                          persona.chronotype_shift_h if persona else 0.0, _utc_offset_h(settings.life.tz, t // 3600))
+
+
+@lru_cache(maxsize=4096)
+def _utc_offset_h(tz: str, hour_index: float) -> float:
+    # Offsets change on whole hours (DST), so one lookup per hour of her life is exact and keeps a year fast.
+    offset = local_time(hour_index * 3600.0, tz).utcoffset()
+    return offset.total_seconds() / 3600.0 if offset else 0.0
+
+
+@lru_cache(maxsize=64)
+def _energy_params(rise: float, fall: float, shift: float, offset_h: float) -> energy_model.EnergyParams:
+    return energy_model.EnergyParams(rise_tau_h=rise, fall_tau_h=fall, chronotype_shift_h=shift, utc_offset_h=offset_h)
+
+
+@lru_cache(maxsize=1024)
+def world_of(date: dt.date, home: City, seed: str) -> WorldDay:
+    """The world of one date, computed once per (date, city, companion): activities and sentences all read it."""
+    return world_day(date, home, seed)

@@ -1,0 +1,112 @@
+"""Her week: a role (illustrator, student, freelance) and what a day of her calendar asks of her (pure).
+
+Workdays and make-up workdays (调休) are work or class days; weekends and statutory holidays are off; the
+Spring Festival (除夕..初六) is lived at her parents', travelling home on 除夕 and back on 初六.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from engine.errors import ConfigError
+from engine.life.calendar import DayKind, in_spring_festival
+from engine.life.localtime import MINUTE, at_local, rng_for
+from engine.life.world import WorldDay
+
+
+@dataclass(frozen=True)
+class Role:
+    """A weekly rhythm: when and where she works, and how she gets there."""
+
+    name: str
+    work_kind: str            # the catalogue kind of her working blocks (work, or study for classes)
+    place: str                # 工作室 / 学校 / 家
+    start_h: float            # local clock hour work starts
+    end_h: float              # ... and ends
+    lunch_h: tuple[float, float]
+    commute_min: tuple[int, int]  # each way; (0, 0) works from home
+    commute_place: str
+    flex_h: float             # seeded daily spread of the start (a freelancer starts when she starts)
+    overtime: float           # chance of staying up to an hour later
+
+
+ROLES: dict[str, Role] = {
+    # The demo default: an illustrator at a small studio, Mon-Fri 9:30-18:00, a metro ride each way.
+    "illustrator": Role("illustrator", "work", "工作室", 9.5, 18.0, (12.0, 13.0), (35, 50), "地铁上", 0.1, 0.25),
+    "student": Role("student", "study", "学校", 8.0, 17.0, (11.75, 13.5), (15, 25), "骑车路上", 0.0, 0.0),
+    "freelance": Role("freelance", "work", "家", 10.0, 17.0, (12.5, 13.5), (0, 0), "家", 1.0, 0.15),
+}
+
+
+def role(name: str) -> Role:
+    if name not in ROLES:
+        raise ConfigError(f"config.toml: [life] role must be one of {', '.join(ROLES)}, got {name!r}")
+    return ROLES[name]
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A fixed point of her day: she starts `kind` at `at` (until `end` if the world fixes it)."""
+
+    key: str
+    kind: str
+    at: float
+    end: float | None
+    place: str
+
+
+def shape_of(world: WorldDay) -> str:
+    """work | off | family: what the date asks of her."""
+    if world.spring_festival:
+        return "family"
+    if world.day_kind in (DayKind.WORKDAY, DayKind.MAKEUP_WORKDAY):
+        return "work"
+    return "off"
+
+
+def work_anchors(r: Role, day: str, tz: str, seed_key: str) -> list[Anchor]:
+    """Commute, morning block, lunch, afternoon block, commute home, for a working day (seeded per day)."""
+    rng = rng_for(seed_key, day, "work")
+    start = at_local(day, r.start_h + rng.uniform(-r.flex_h, r.flex_h), tz)
+    end = at_local(day, r.end_h, tz) + (rng.uniform(15, 60) * MINUTE if rng.random() < r.overtime else 0.0)
+    lunch_at, lunch_end = at_local(day, r.lunch_h[0], tz), at_local(day, r.lunch_h[1], tz)
+    out: list[Anchor] = []
+    there = rng.randint(*r.commute_min) * MINUTE if r.commute_min[1] else 0.0
+    back = rng.randint(*r.commute_min) * MINUTE if r.commute_min[1] else 0.0
+    if there:
+        out.append(Anchor("commute_am", "commute", start - there, start, r.commute_place))
+    out.append(Anchor("work_am", r.work_kind, start, lunch_at, r.place))
+    # Lunch takes as long as lunch; the rest of the break is hers (a book, a song, a 午休 nap at her desk).
+    out.append(Anchor("lunch", "lunch", lunch_at, None, "公司附近" if r.place != "家" else "家"))
+    out.append(Anchor("work_pm", r.work_kind, lunch_end, end, r.place))
+    if back:
+        out.append(Anchor("commute_pm", "commute", end, end + back, r.commute_place))
+    return out
+
+
+def leave_by(r: Role, day: str, tz: str, seed_key: str) -> float | None:
+    """When her alarm must have woken her on a working `day`: first anchor minus breakfast and getting ready."""
+    first = work_anchors(r, day, tz, seed_key)[0].at
+    return first - 50 * MINUTE
+
+
+def family_anchors(world: WorldDay, day: str, tz: str, seed_key: str) -> list[Anchor]:
+    """The Spring Festival at her parents': the trip home on 除夕, 年夜饭 and 守岁, 拜年 on 初一, the trip back."""
+    rng = rng_for(seed_key, day, "family")
+    out: list[Anchor] = []
+    if world.festival == "除夕":
+        leave = at_local(day, 9.0 + rng.uniform(0, 1.0), tz)
+        out.append(Anchor("travel_home", "commute", leave, leave + rng.randint(150, 210) * MINUTE, "回老家的高铁上"))
+        out.append(Anchor("nianyefan", "dinner", at_local(day, 18.0, tz), at_local(day, 19.75, tz), "老家"))
+        out.append(Anchor("shousui", "festival", at_local(day, 20.0, tz), at_local(day, 23.6, tz), "老家"))
+    elif world.festival == "春节":
+        out.append(Anchor("bainian", "festival", at_local(day, 9.5, tz), at_local(day, 11.75, tz), "亲戚家"))
+    elif _last_day_home(world):
+        leave = at_local(day, 14.0 + rng.uniform(0, 1.5), tz)
+        out.append(Anchor("travel_back", "commute", leave, leave + rng.randint(150, 210) * MINUTE, "回城的高铁上"))
+    return out
+
+
+def _last_day_home(world: WorldDay) -> bool:
+    return not in_spring_festival(world.date + dt.timedelta(days=1))
