@@ -121,8 +121,7 @@ def transition(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: floa
     state, done = _finish(ctx, state, cur, at, mood_on, preview)
     effects += done
     if kind == "sleep":
-        state = _new_plan(ctx, replace(state, house=house_model.new_day(state.house),
-                                       slept_h=round((at - float(cur["started_at"])) / HOUR, 3)), at, woke_at=at)
+        state = _wake_up(ctx, state, at, (at - float(cur["started_at"])) / HOUR, mood_on)
     if state.plan is None:
         state, start = replan_from(ctx, state, at, mood_on)
     else:
@@ -142,6 +141,20 @@ def replan_from(ctx: LifeContext, state: LifeState, t: float, mood_on: bool = Tr
         return state, _start(ctx, state, "sleep", t, wake, "routine", {}, mood_on, preview=True)
     state = _new_plan(ctx, state, t, woke_at=None)
     return _choose_and_start(ctx, state, t, None, mood_on, preview=False)
+
+
+def _wake_up(ctx: LifeContext, state: LifeState, at: float, slept_h: float, mood_on: bool) -> LifeState:
+    """She wakes from her main sleep at `at`: a new household day, the day's own tone, a new plan.
+
+    The tone (engine.mood.waking_tone: a seeded day-to-day drift plus the cost of a short night) is what
+    gives her bad days of her own; the mood layer drifts to it over hours, so waking is never a jump.
+    """
+    slept = round(slept_h, 3)
+    state = replace(state, house=house_model.new_day(state.house), slept_h=slept)
+    if mood_on:
+        tone = mood_model.waking_tone(state.seed_key, dt.date.fromisoformat(day_of(at, ctx.tz)), slept, ctx.mp)
+        state = replace(state, mood=mood_model.set_tone(state.mood, tone))
+    return _new_plan(ctx, state, at, woke_at=at)
 
 
 def _new_plan(ctx: LifeContext, state: LifeState, t: float, woke_at: float | None) -> LifeState:
@@ -324,9 +337,7 @@ def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[d
         effects.append(LifeEvent(text or abandoned_text(kind, details), at, "abandoned", susp["id"]))
         if kind == "sleep":
             started = float(susp["started_at"])
-            state = _new_plan(ctx, replace(state, house=house_model.new_day(state.house),
-                                           slept_h=round((float(susp.get("ended_at") or at) - started) / HOUR, 3)),
-                              at, woke_at=at)
+            state = _wake_up(ctx, state, at, (float(susp.get("ended_at") or at) - started) / HOUR, mood_on)
         break
     if state.plan is None:
         state, start = replan_from(ctx, state, at, mood_on)

@@ -142,8 +142,11 @@ def mood_params(settings: Settings, persona: Persona | None) -> mood_model.MoodP
         baseline=(p.baseline_v, p.baseline_a, p.baseline_d),
         half_life_h=(m.half_life_v_h * p.half_life_factor_v, m.half_life_a_h * p.half_life_factor_a,
                      m.half_life_d_h * p.half_life_factor_d),
-        negative_half_life_factor=m.negative_half_life_factor,
         loss_aversion=p.loss_aversion,
+        emotion_half_life_min=m.emotion_half_life_min,
+        mood_gain=m.mood_gain,
+        tone_sd=m.tone_sd,
+        tone_persistence=m.tone_persistence,
     )
 
 
