@@ -31,6 +31,11 @@ class SwitchChange:
         return fields | ({"alias": self.alias} if self.alias else {})
 
 
+def current_switches(conn: Any) -> control.Switches:
+    """Every switch's value now (GET /v1/control, `anima control list|get`)."""
+    return read_switches(conn)
+
+
 def change_switch(conn: Any, key: str, value: Any, now: float, *, actor: str) -> SwitchChange:
     """Validate (unknown key or bad value: InputError, nothing written) and write one switch."""
     name = control.canonical(key)

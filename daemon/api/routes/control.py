@@ -16,8 +16,7 @@ from aiohttp import web
 from daemon.api.http import ApiState
 from engine import control
 from engine.errors import NotFoundError
-from engine.store.core import read_switches
-from engine.usecases.switches import SwitchChange, change_switch
+from engine.usecases.switches import SwitchChange, change_switch, current_switches
 
 
 def _spec(api: ApiState, key: str) -> control.ControlKey:
@@ -34,13 +33,13 @@ def _view(spec: control.ControlKey, value: Any) -> dict[str, Any]:
 
 
 async def list_controls(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
-    switches: control.Switches = await api.db(request, read_switches)
+    switches: control.Switches = await api.db(request, current_switches)
     return {"controls": [_view(spec, switches.value(name)) for name, spec in control.REGISTRY.items()]}
 
 
 async def get_control(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
     spec = _spec(api, request.match_info["key"])
-    switches: control.Switches = await api.db(request, read_switches)
+    switches: control.Switches = await api.db(request, current_switches)
     return _view(spec, switches.value(spec.name))
 
 
