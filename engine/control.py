@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.errors import InputError
@@ -89,9 +89,6 @@ class Switches:
     def value(self, key: str) -> Any:
         return getattr(self, canonical(key))
 
-    def with_value(self, key: str, value: Any) -> Switches:
-        return replace(self, **{canonical(key): check_value(key, value)})
-
     def as_dict(self) -> dict[str, Any]:
         """Current names only: what the API and CLI show."""
         return asdict(self)
@@ -111,10 +108,6 @@ class Switches:
 def canonical(key: str) -> str:
     """The current name of `key` (itself, or what an old name became); InputError for an unknown key."""
     return spec_of(key).name
-
-
-def is_alias(key: str) -> bool:
-    return key in ALIASES
 
 
 def parse_value(key: str, text: str) -> Any:
@@ -159,12 +152,3 @@ def spec_of(key: str) -> ControlKey:
     except KeyError:
         known = ", ".join(sorted(REGISTRY))
         raise InputError(f"unknown control key {key!r} (known: {known})") from None
-
-
-def effective(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """Every key's value under its current name: the stored one where set, else the default."""
-    return Switches.from_stored(stored).as_dict()
-
-
-def field_names() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Switches))

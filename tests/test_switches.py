@@ -64,12 +64,12 @@ def test_a_stored_value_replaces_its_default_and_the_value_is_frozen(conn: Any) 
     assert switches.sharing is False and switches.memory_search is True
     with pytest.raises(dataclasses.FrozenInstanceError):
         switches.sharing = True  # type: ignore[misc]
-    assert switches.with_value("sharing", True).sharing is True and switches.sharing is False
 
 
-def test_with_value_checks_the_type_like_a_write_does() -> None:
+def test_a_wrongly_typed_value_is_refused_and_nothing_is_written(conn: Any) -> None:
     with pytest.raises(InputError, match="takes true or false"):
-        control.Switches.defaults().with_value("life", "off")
+        change_switch(conn, "life", "off", START, actor="api")
+    assert _rows(conn) == {}
 
 
 # --- the old name --------------------------------------------------------------------------------
