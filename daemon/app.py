@@ -39,10 +39,17 @@ from engine.errors import AnimaError, ConfigError, StorageFullError
 from engine.settings import Settings
 from engine.store import connect, driver_name, migrate, oplog, transaction
 from engine.store.connect import quick_check, store_fault
-from engine.store.core import daemon_state, get_companion, log_event, read_switches
+from engine.store.core import (
+    daemon_beat,
+    daemon_started,
+    daemon_state,
+    daemon_stopped,
+    get_companion,
+    log_event,
+    read_switches,
+)
 from engine.store.lock import DaemonLock
 from engine.store.migrate import check_not_newer, db_schema_version
-from engine.store.queries import q
 
 DRAIN_TIMEOUT_S = 8.0
 STOP_STEP_TIMEOUT_S = 3.0
@@ -106,7 +113,7 @@ def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[st
                     log_event(conn, now, "clock_backwards", seconds=round(backwards_s, 3), at="start")
                 log_event(conn, now, "gap", since=last_beat, until=now, seconds=round(gap_s, 3),
                           clean_stop=clean_stop, backwards_s=round(backwards_s, 3))
-            conn.execute(q("daemon_started"), {"pid": os.getpid(), "now": now, "wall": time.time()})
+            daemon_started(conn, os.getpid(), now, time.time())
             log_event(conn, now, "start", pid=os.getpid(), schema=db_schema_version(conn), driver=driver_name())
         if last_beat is not None:  # logged once it is on file
             if backwards_s > 0:
@@ -410,10 +417,10 @@ async def _first_of(*waits: Any) -> None:
 
 
 def _record_beat(conn: Any, now: float, wall: float, lag_ms: float) -> None:
-    conn.execute(q("daemon_beat"), {"now": now, "wall": wall, "lag_ms": lag_ms})
+    daemon_beat(conn, now, wall, lag_ms)
 
 
 def _record_stop(conn: Any, now: float, wall: float) -> None:
     with transaction(conn):  # the stop mark and its event together: a half-recorded stop is no clean stop
-        conn.execute(q("daemon_stopped"), {"now": now, "wall": wall})
+        daemon_stopped(conn, now, wall)
         log_event(conn, now, "stop", pid=os.getpid())

@@ -39,6 +39,21 @@ def daemon_state(conn: Any) -> dict[str, Any] | None:
     return dict(row) if row else None
 
 
+def daemon_started(conn: Any, pid: int, now: float, wall: float) -> None:
+    """This run's daemon_state row: started now, not stopped (inside the caller's start transaction)."""
+    conn.execute(q("daemon_started"), {"pid": pid, "now": now, "wall": wall})
+
+
+def daemon_beat(conn: Any, now: float, wall: float, lag_ms: float) -> None:
+    """The last beat (her time and the wall clock) and its loop lag: what the next start measures a gap from."""
+    conn.execute(q("daemon_beat"), {"now": now, "wall": wall, "lag_ms": lag_ms})
+
+
+def daemon_stopped(conn: Any, now: float, wall: float) -> None:
+    """A clean stop mark (inside the caller's stop transaction, with its event)."""
+    conn.execute(q("daemon_stopped"), {"now": now, "wall": wall})
+
+
 def stored_controls(conn: Any) -> dict[str, Any]:
     """The values set in life_control, under their current names (an old name's row counts as its new name's
     unless that one is set too; keys unknown to this version are ignored, not fatal)."""
