@@ -34,15 +34,22 @@ from daemon.db import AsyncStore
 from daemon.logs import configure_logging, get_logger
 from daemon.sdnotify import Notifier
 from engine.companion import create_companion
+from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
 from engine.errors import AnimaError, ConfigError, StorageFullError
 from engine.settings import Settings
 from engine.store import connect, driver_name, migrate, oplog, transaction
 from engine.store.connect import quick_check, store_fault
-from engine.store.core import controls as read_controls
-from engine.store.core import daemon_state, get_companion, log_event
+from engine.store.core import (
+    daemon_beat,
+    daemon_started,
+    daemon_state,
+    daemon_stopped,
+    get_companion,
+    log_event,
+    read_switches,
+)
 from engine.store.lock import DaemonLock
 from engine.store.migrate import check_not_newer, db_schema_version
-from engine.store.queries import q
 
 DRAIN_TIMEOUT_S = 8.0
 STOP_STEP_TIMEOUT_S = 3.0
@@ -106,7 +113,7 @@ def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[st
                     log_event(conn, now, "clock_backwards", seconds=round(backwards_s, 3), at="start")
                 log_event(conn, now, "gap", since=last_beat, until=now, seconds=round(gap_s, 3),
                           clean_stop=clean_stop, backwards_s=round(backwards_s, 3))
-            conn.execute(q("daemon_started"), {"pid": os.getpid(), "now": now, "wall": time.time()})
+            daemon_started(conn, os.getpid(), now, time.time())
             log_event(conn, now, "start", pid=os.getpid(), schema=db_schema_version(conn), driver=driver_name())
         if last_beat is not None:  # logged once it is on file
             if backwards_s > 0:
@@ -174,7 +181,8 @@ class Daemon:
         ctx.last_beat_mono = mono
         ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
         ctx.services["heartbeat_stats"] = self.heartbeat_stats
-        ctx.controls = await store.call(read_controls)
+        ctx.switches = await store.call(read_switches)
+        ctx.controls = ctx.switches.legacy()
         self._event_cursor = await store.call(oplog.start_cursor)  # writes since the last clean stop, not history
         self.ctx = ctx
         loop = asyncio.get_running_loop()
@@ -290,7 +298,8 @@ class Daemon:
             self.log.debug("db.checkpoint", wal_frames=frames, copied=copied, busy=busy)
 
     async def _refresh_controls(self, ctx: DaemonContext, now: float) -> None:
-        ctx.controls = await ctx.store.call(read_controls)
+        ctx.switches = await ctx.store.call(read_switches)  # one read per beat, replaced whole
+        ctx.controls = ctx.switches.legacy()
         await self._log_recorded_writes()
 
     async def _log_recorded_writes(self) -> None:
@@ -308,6 +317,9 @@ class Daemon:
                 if row["name"] is None or row["detail"].get("actor") == "api":
                     continue
                 self.log.info(row["name"], event_id=row["id"], **row["detail"])
+                if row["name"] == CHANGED_EVENT and row["detail"].get("alias"):  # changed under an old name
+                    self.log.info(DEPRECATED_EVENT, event_id=row["id"], key=row["detail"]["alias"],
+                                  now=row["detail"].get("key"), actor=row["detail"].get("actor"))
             if len(rows) < 500:
                 return
 
@@ -405,10 +417,10 @@ async def _first_of(*waits: Any) -> None:
 
 
 def _record_beat(conn: Any, now: float, wall: float, lag_ms: float) -> None:
-    conn.execute(q("daemon_beat"), {"now": now, "wall": wall, "lag_ms": lag_ms})
+    daemon_beat(conn, now, wall, lag_ms)
 
 
 def _record_stop(conn: Any, now: float, wall: float) -> None:
     with transaction(conn):  # the stop mark and its event together: a half-recorded stop is no clean stop
-        conn.execute(q("daemon_stopped"), {"now": now, "wall": wall})
+        daemon_stopped(conn, now, wall)
         log_event(conn, now, "stop", pid=os.getpid())

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from daemon.clock import Clock
 from daemon.db import AsyncStore
+from engine.control import Switches
 from engine.settings import Settings
 
 
@@ -23,6 +24,9 @@ class DaemonContext:
     clock: Clock
     store: AsyncStore
     log: Any
+    # Her switches as read at the last beat (or replaced by the API's own change): a new value each time,
+    # never patched. `controls` is the same as a dict (old names too) for readers not yet converted.
+    switches: Switches = field(default_factory=Switches.defaults)
     controls: dict[str, Any] = field(default_factory=dict)
     companion: dict[str, Any] | None = None
     started_at: float = 0.0

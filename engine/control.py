@@ -1,16 +1,24 @@
-"""The life_control registry: every runtime switch anima knows, with its type, default and meaning.
+"""The life_control registry: every runtime switch anima knows, its type, default and meaning, and the typed Switches value.
 
-Unknown keys and badly typed values are rejected before anything is written. The daemon re-reads
-the table every heartbeat, so a switch takes effect within one beat.
+Unknown keys and badly typed values are rejected before anything is written. The registry is the
+one place a default lives: `Switches` (the typed value a transaction reads once and passes down)
+is built from it, so no call site repeats a default as `.get("x", True)`. A renamed switch keeps
+its old name as an alias: it is accepted everywhere a key is, resolved to the new name, and the
+caller is told it is deprecated (event `control.deprecated`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.errors import InputError
+
+# The one log event of a switch change, whatever its source (API, CLI); and the note for an old name.
+CHANGED_EVENT = "control.changed"
+DEPRECATED_EVENT = "control.deprecated"
 
 
 @dataclass(frozen=True)
@@ -19,12 +27,16 @@ class ControlKey:
     type: type
     default: Any
     description: str
+    aliases: tuple[str, ...] = ()  # old names still accepted (resolved to `name`, with a deprecation note)
 
 
 REGISTRY: dict[str, ControlKey] = {
     key.name: key
     for key in [
-        ControlKey("heartbeat", bool, True, "step mood and energy every heartbeat"),
+        # Was "heartbeat": the beat itself always runs (liveness, watchdog, jobs); this switch only
+        # decides whether her mood and energy move with it.
+        ControlKey("mood_step", bool, True, "step mood and energy every heartbeat; off -> they stay frozen",
+                   aliases=("heartbeat",)),
         ControlKey("life", bool, True, "run her activity state machine (what she is doing) and record life events"),
         ControlKey("memory_search", bool, True, "recall memories for context; off -> context has no memory block"),
         ControlKey("memory_hybrid", bool, True, "use the vector lane in recall; off -> keyword (FTS5) lane only"),
@@ -36,6 +48,66 @@ REGISTRY: dict[str, ControlKey] = {
         ControlKey("appraisal", bool, True, "let chat turns push her mood"),
     ]
 }
+
+# old name -> current name
+ALIASES: dict[str, str] = {alias: spec.name for spec in REGISTRY.values() for alias in spec.aliases}
+
+
+@dataclass(frozen=True)
+class Switches:
+    """Every switch's effective value, typed; built from the registry's defaults and the stored rows.
+
+    Read once per transaction (engine/store/core.read_switches) and passed down. The fields are the
+    registry's keys (a test keeps them equal); they carry no defaults of their own.
+    """
+
+    mood_step: bool
+    life: bool
+    memory_search: bool
+    memory_hybrid: bool
+    memory_reread: bool
+    memory_facts: bool
+    consolidation: bool
+    model_operator: bool
+    sharing: bool
+    appraisal: bool
+
+    @classmethod
+    def defaults(cls) -> Switches:
+        return cls(**{name: spec.default for name, spec in REGISTRY.items()})
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> Switches:
+        """The stored values (current or old names; the current name wins) over the registry's defaults."""
+        values = {name: spec.default for name, spec in REGISTRY.items()}
+        for key in sorted(stored, key=lambda k: k in REGISTRY):  # aliases first, so a current name overrides
+            name = ALIASES.get(key, key)
+            if name in values:
+                values[name] = stored[key]
+        return cls(**values)
+
+    def value(self, key: str) -> Any:
+        return getattr(self, canonical(key))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Current names only: what the API and CLI show."""
+        return asdict(self)
+
+    def legacy(self) -> dict[str, Any]:
+        """`as_dict()` plus every old name, for readers not yet converted to Switches (they still ask for
+        "heartbeat"): engine/inner.py, engine/day.py and the job worker read a dict today."""
+        values = self.as_dict()
+        return {**values, **{alias: values[name] for alias, name in ALIASES.items()}}
+
+    @property
+    def consolidated_recall(self) -> bool:
+        """Consolidated memory (facts, the relationship view) joins context only while recall and facts are on."""
+        return self.memory_search and self.memory_facts
+
+
+def canonical(key: str) -> str:
+    """The current name of `key` (itself, or what an old name became); InputError for an unknown key."""
+    return spec_of(key).name
 
 
 def parse_value(key: str, text: str) -> Any:
@@ -74,13 +146,9 @@ def check_value(key: str, value: Any) -> Any:
 
 
 def spec_of(key: str) -> ControlKey:
+    """The registry entry of `key` (an old name resolves to its current entry)."""
     try:
-        return REGISTRY[key]
+        return REGISTRY[ALIASES.get(key, key)]
     except KeyError:
         known = ", ".join(sorted(REGISTRY))
         raise InputError(f"unknown control key {key!r} (known: {known})") from None
-
-
-def effective(stored: dict[str, Any]) -> dict[str, Any]:
-    """Every key's value: the stored one where set, else the default."""
-    return {name: stored.get(name, spec.default) for name, spec in REGISTRY.items()}

@@ -46,6 +46,16 @@ class SharePolicy:
     min_willingness: float = _API.share_min_willingness
     threshold: float = _API.share_threshold
 
+    @classmethod
+    def from_settings(cls, api: ApiSettings) -> SharePolicy:
+        """The policy of the running config's [api] share_* keys."""
+        return cls(
+            min_gap_s=api.share_min_gap_s, max_offers_per_event=api.share_max_offers_per_event,
+            event_cooldown_s=api.share_event_cooldown_s, max_age_h=api.share_max_age_h,
+            recency_half_life_h=api.share_recency_half_life_h, min_willingness=api.share_min_willingness,
+            threshold=api.share_threshold,
+        )
+
 
 @dataclass(frozen=True)
 class Candidate:

@@ -26,7 +26,7 @@ from daemon.db import AsyncStore
 from engine.companion import create_companion
 from engine.settings import ApiSettings, Settings
 from engine.store import connect, migrate
-from engine.store.core import controls, get_companion
+from engine.store.core import controls, get_companion, read_switches
 
 T0 = 1_780_000_000.0  # 2026-05-28, her clock in these tests
 _TOKEN = re.compile(r"[\u4e00-\u9fff]|[a-z0-9]+")
@@ -124,6 +124,7 @@ class ApiHarness:
         self.ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                                  log=self.log, companion=companion, started_at=self.clock.now(),
                                  last_beat_at=self.clock.now())
+        self.ctx.switches = await store.call(read_switches)
         self.ctx.controls = await store.call(controls)
         self.ctx.services["embedder"] = self.embedder
         self.component = build(self.ctx)

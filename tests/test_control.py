@@ -27,7 +27,7 @@ def test_set_get_round_trip_is_recorded_in_event_log(db_path: Path) -> None:
 def test_list_shows_every_key_with_default(db_path: Path) -> None:
     listed = json.loads(run_anima("--db", str(db_path), "control", "list", "--json").out)
     keys = {row["key"] for row in listed}
-    assert {"heartbeat", "life", "memory_search", "memory_hybrid", "memory_reread", "consolidation"} <= keys
+    assert {"mood_step", "life", "memory_search", "memory_hybrid", "memory_reread", "consolidation"} <= keys
 
 
 def test_unknown_key_exits_2_and_writes_nothing(db_path: Path) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from daemon.cli.env import CliEnv
 from engine import control
-from engine.store.core import controls, set_control, stored_controls
-from engine.store.oplog import reset_control
+from engine.store.core import read_switches, stored_controls
+from engine.usecases.switches import change_switch, reset_switch
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,12 +31,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if args.action in ("get", "set", "reset"):
-        control.spec_of(args.key)  # unknown key: exit 2 before touching the database
+        spec = control.spec_of(args.key)  # unknown key: exit 2 before touching the database
+        if args.key != spec.name:  # the daemon logs control.deprecated for a change (event_log alias)
+            print(f"anima: note: control {args.key} is now called {spec.name}; the old name is deprecated",
+                  file=sys.stderr)
     value = control.parse_value(args.key, args.value) if args.action == "set" else None
     conn = env.open_db()
     try:
         if args.action == "list":
-            values, stored = controls(conn), stored_controls(conn)
+            values, stored = read_switches(conn).as_dict(), stored_controls(conn)
             rows = [
                 {"key": k, "value": values[k], "default": s.default, "set": k in stored, "description": s.description}
                 for k, s in control.REGISTRY.items()
@@ -47,17 +51,18 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
                     mark = "" if row["set"] else " (default)"
                     print(f"{row['key']:<16} {_show(row['value']):<5}{mark:<10}  {row['description']}")
         elif args.action == "get":
-            current = controls(conn)[args.key]
-            env.print_json({"key": args.key, "value": current}) if args.json else print(_show(current))
+            name = control.canonical(args.key)
+            current = read_switches(conn).value(name)
+            env.print_json({"key": name, "value": current}) if args.json else print(_show(current))
         else:
             if args.action == "reset":
-                old, new = reset_control(conn, args.key, env.clock.now(), actor="cli")
+                change = reset_switch(conn, args.key, env.clock.now(), actor="cli")
             else:
-                old, new = set_control(conn, args.key, value, env.clock.now(), actor="cli")
+                change = change_switch(conn, args.key, value, env.clock.now(), actor="cli")
             if args.json:
-                env.print_json({"key": args.key, "old": old, "new": new})
+                env.print_json({"key": change.key, "old": change.old, "new": change.new})
             else:
-                print(f"{args.key}: {_show(old)} -> {_show(new)}")
+                print(f"{change.key}: {_show(change.old)} -> {_show(change.new)}")
     finally:
         conn.close()
     return 0

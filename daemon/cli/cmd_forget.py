@@ -24,6 +24,7 @@ from engine.errors import AnimaError, InputError, LockedError, NotFoundError, St
 from engine.memory import forget as forgetting
 from engine.store.lock import DaemonLock, is_locked
 from engine.times import parse_instant
+from engine.usecases.forget import forget_turns
 
 API_TIMEOUT_S = 300.0  # FTS optimize of a big history inside the daemon can take a while
 
@@ -96,7 +97,7 @@ def _direct_or_daemon(env: CliEnv, chosen: forgetting.Selection) -> dict[str, An
     try:
         conn = env.open_db(create=False)
         try:
-            report = forgetting.forget(conn, chosen, env.clock.now(), actor="cli")
+            report = forget_turns(conn, chosen, env.clock.now(), actor="cli")  # the API's use case
         finally:
             conn.close()
     finally:

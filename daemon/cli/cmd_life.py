@@ -145,13 +145,14 @@ def handle_add(args: argparse.Namespace, env: CliEnv) -> int:
         if args.told:
             # Imported here: recall needs the embedder only when a told event must become memory.
             from engine.memory.embed import make_embedder
-            from engine.memory.ingest import index_life_event
+            from engine.usecases.share import tell_life_event
 
             embedder = make_embedder(env.settings.memory)
             with transaction(conn):
                 event_id = life_store.add_life_event(conn, args.text, ts, told=True, origin="backstory",
                                                      kind="backstory")
-                index_life_event(conn, embedder, event_id, now)
+                # The API receipt's "she told it" step: told once, and its memory row.
+                tell_life_event(conn, embedder, event_id, None, now)
                 record_write(conn, now, "life_add", actor="cli", life_event_id=event_id, told=True)
         else:
             with transaction(conn):

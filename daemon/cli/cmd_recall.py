@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from daemon.cli.env import CliEnv
-from engine.consolidate.facts_recall import fact_hits
 from engine.errors import InputError
 from engine.memory.embed import make_embedder
 from engine.memory.ingest import parse_ts
-from engine.memory.recall import recall
-from engine.store import core
+from engine.store.core import read_switches
+from engine.usecases.context import recall_for
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,12 +36,12 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     as_of = parse_ts(args.as_of, "--as-of") if args.as_of else None
     conn = env.open_db()
     embedder = make_embedder(env.settings.memory)
-    controls = core.controls(conn)
+    switches = read_switches(conn)  # once for the whole batch: its answers do not depend on its order
 
     def one(query: str) -> dict[str, Any]:
-        result = recall(conn, embedder, query, settings=env.settings.memory, controls=controls, now=env.clock.now(),
-                        k=args.k, as_of=as_of, extra_sources=(fact_hits,))
-        return result.to_json()
+        # The recall POST /v1/context runs (same switches, same sources), without its injection record.
+        return recall_for(conn, embedder, query, env.settings, switches, env.clock.now(), k=args.k,
+                          as_of=as_of).to_json()
 
     if args.batch:
         for number, query in enumerate(batch_queries(Path(args.batch)), start=1):

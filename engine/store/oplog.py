@@ -17,7 +17,7 @@ from engine.store.queries import q
 
 # event_log kind -> the one log event name it is logged under, whatever the source (CLI or API).
 WRITE_EVENTS: dict[str, str] = {
-    "control": "control.changed",
+    "control": control.CHANGED_EVENT,
     "ingest": "history.ingested",
     "life_add": "life.added",
     "consolidate": "consolidation.ran",
@@ -33,14 +33,18 @@ def record_write(conn: Any, now: float, kind: str, actor: str, **detail: Any) ->
 
 
 def reset_control(conn: Any, key: str, now: float, actor: str = "cli") -> tuple[Any, Any]:
-    """Drop the stored value of `key` (its default applies again), with its event; return (old, new)."""
+    """Drop the stored value of `key` (its default applies again), with its event; return (old, new).
+
+    An old name resets its current name; a row left under the old name goes too, or it would apply again."""
     spec = control.spec_of(key)
+    alias = {"alias": key} if key != spec.name else {}
     with transaction(conn):
-        old = controls(conn)[key]
-        was_set = key in stored_controls(conn)
-        conn.execute(q("delete_control"), {"key": key})
-        log_event(conn, now, "control", key=key, old=old, new=spec.default, actor=actor, reset=True,
-                  was_set=was_set)
+        old = controls(conn)[spec.name]
+        was_set = spec.name in stored_controls(conn)
+        for stored_key in (spec.name, *spec.aliases):
+            conn.execute(q("delete_control"), {"key": stored_key})
+        log_event(conn, now, "control", key=spec.name, old=old, new=spec.default, actor=actor, reset=True,
+                  was_set=was_set, **alias)
     return old, spec.default
 
 

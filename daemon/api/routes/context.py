@@ -7,6 +7,11 @@ the last engine.memory.indexer.FRESH_WINDOW_S) after the query, writes their vec
 recalls: the turn is found by meaning, not only by its words. It never waits for the indexer, and
 waits for its own embedding at most FRESH_EMBED_MAX_S (then the turn is found by its words only).
 
+The route parses, prepares the vectors off the DB thread and shapes; engine/usecases/context.py
+builds the context in one transaction. The daemon's cached switches (ctx.switches, this beat's)
+only decide whether vectors are worth preparing; the transaction reads its own and they decide
+the answer.
+
 The block it returns is only offered: the reply's POST /v1/turns confirms it (engine/memory/usage.py),
 and only then are its memories strengthened. An empty recall records no injection.
 """
@@ -22,35 +27,21 @@ from aiohttp import web
 from daemon.api.http import ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, inner_view, persona_of
 from daemon.priority import gate_of
-from engine import inner
-from engine.consolidate.facts_recall import fact_hits
-from engine.consolidate.relational import relationship_view
-from engine.memory.context import record_injection
-from engine.memory.indexer import FRESH_EMBED_MAX_S, fresh_pending_rows, write_vectors
-from engine.memory.recall import query_lines, recall
-from engine.store.core import controls as read_controls
+from engine.memory.indexer import FRESH_EMBED_MAX_S, fresh_pending_rows
+from engine.memory.recall import query_lines
+from engine.usecases.context import ContextBuilt, build_context
 
 
-def build_context(conn: Any, settings: Any, persona: Any, embedder: Any, query: str, budget: int | None,
-                  turn_id: str | None, query_vec: Any, now: float,
-                  fresh: tuple[list[int], Any] | None = None) -> dict[str, Any]:
-    """On the DB thread: write the fresh vectors (if any), recall, record the block, and her state."""
-    if fresh is not None:
-        write_vectors(conn, embedder, fresh[0], fresh[1], now)  # rows the indexer wrote meanwhile are skipped
-    switches = read_controls(conn)
-    result = recall(conn, embedder, query, settings=settings.memory, controls=switches, now=now, budget=budget,
-                    query_vec=query_vec, extra_sources=(fact_hits,))
-    injection_id = record_injection(conn, result, turn_id, now) if result.context else None
-    snapshot = inner.inner_snapshot(conn, settings, persona, now)
-    consolidated = switches.get("memory_search", True) and switches.get("memory_facts", True)
+def _view(built: ContextBuilt) -> dict[str, Any]:
+    result = built.result
     return {
-        "injection_id": injection_id,
+        "injection_id": built.injection_id,
         "query": result.query,
         "mode": result.mode,
         "context": result.context,
         "hits": [h.to_json() for h in result.hits],
-        "relationship": relationship_view(conn) if consolidated else [],
-        **inner_view(snapshot),
+        "relationship": built.relationship,
+        **inner_view(built.snapshot),
     }
 
 
@@ -70,7 +61,7 @@ async def _fresh_rows(api: ApiState, now: float) -> list[Any]:
     indexer = api.ctx.services.get("vector_indexer")
     limit = api.settings.memory.context_embed_pending
     if (indexer is None or limit <= 0 or not indexer.may_have_pending()
-            or not api.ctx.controls.get("memory_hybrid", True) or gate_of(api.ctx.services).inflight > 1):
+            or not api.ctx.switches.memory_hybrid or gate_of(api.ctx.services).inflight > 1):
         return []  # without an indexer, turns are embedded inline: nothing is pending
     rows: list[Any] = await api.ctx.store.call(fresh_pending_rows, limit, now)
     return rows
@@ -109,7 +100,7 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
     query_vec = None
     known: dict[str, Any] = {}
     fresh: tuple[list[int], Any] | None = None
-    if (api.ctx.controls.get("memory_search", True) and query.strip()
+    if (api.ctx.switches.memory_search and query.strip()
             and len(query) <= api.settings.memory.max_query_chars):
         # The query and, for a multi-line one, each of its lines: one model call, off the DB thread,
         # while the DB thread looks for turns still waiting for their vectors.
@@ -119,8 +110,9 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
         query_vec = known[query.strip()]
         fresh = await _fresh_vectors(api, base, rows)
     embedder = PrecomputedEmbedder(base, queries=known)
-    out = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
-                       body.get("budget"), body.get("turn_id"), query_vec, now, fresh)
+    built = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
+                         body.get("budget"), body.get("turn_id"), query_vec, now, fresh)
+    out = _view(built)
     api.ctx.log.debug("api.context", injection_id=out["injection_id"], hits=len(out["hits"]),
                       chars=len(out["context"]), mode=out["mode"], fresh_embedded=len(fresh[0]) if fresh else 0)
     return out

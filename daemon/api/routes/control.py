@@ -1,7 +1,14 @@
-"""GET /v1/control, GET/PUT /v1/control/{key}: her runtime switches (validated before anything is written)."""
+"""GET /v1/control, GET/PUT /v1/control/{key}: her runtime switches (validated before anything is written).
+
+An old switch name (engine/control.py ALIASES, e.g. "heartbeat" for "mood_step") is accepted, answered
+under its current name, and noted once per request as `control.deprecated`. A change is one
+engine/usecases/switches.change_switch call; its one log event is `control.changed`, the same name
+a CLI change is logged under (daemon/app.py logs those from event_log on its next beat).
+"""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -9,14 +16,16 @@ from aiohttp import web
 from daemon.api.http import ApiState
 from engine import control
 from engine.errors import NotFoundError
-from engine.store.core import controls as read_controls
-from engine.store.core import set_control
+from engine.usecases.switches import SwitchChange, change_switch, current_switches
 
 
-def _spec(key: str) -> control.ControlKey:
-    if key not in control.REGISTRY:
+def _spec(api: ApiState, key: str) -> control.ControlKey:
+    if key not in control.REGISTRY and key not in control.ALIASES:
         raise NotFoundError(f"unknown control key {key[:64]!r} (known: {', '.join(sorted(control.REGISTRY))})")
-    return control.REGISTRY[key]
+    spec = control.spec_of(key)
+    if key != spec.name:
+        api.ctx.log.info(control.DEPRECATED_EVENT, key=key, now=spec.name, actor="api")
+    return spec
 
 
 def _view(spec: control.ControlKey, value: Any) -> dict[str, Any]:
@@ -24,24 +33,26 @@ def _view(spec: control.ControlKey, value: Any) -> dict[str, Any]:
 
 
 async def list_controls(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
-    values = await api.db(request, read_controls)
-    return {"controls": [_view(spec, values[name]) for name, spec in control.REGISTRY.items()]}
+    switches: control.Switches = await api.db(request, current_switches)
+    return {"controls": [_view(spec, switches.value(name)) for name, spec in control.REGISTRY.items()]}
 
 
 async def get_control(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
-    spec = _spec(request.match_info["key"])
-    values = await api.db(request, read_controls)
-    return _view(spec, values[spec.name])
+    spec = _spec(api, request.match_info["key"])
+    switches: control.Switches = await api.db(request, current_switches)
+    return _view(spec, switches.value(spec.name))
 
 
 async def put_control(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
-    spec = _spec(request.match_info["key"])
-    value = control.check_value(spec.name, body["value"])  # 400 before any write
-    old, new = await api.db(request, set_control, spec.name, value, api.now(), "api")
-    api.ctx.controls[spec.name] = new  # effective for the API at once; the heartbeat re-reads for the rest
-    # The same event name as a CLI change (the daemon logs those from event_log on its next beat).
-    api.ctx.log.info("control.changed", key=spec.name, old=old, new=new, actor="api")
-    return {"key": spec.name, "old": old, "value": new}
+    key = request.match_info["key"]
+    spec = _spec(api, key)
+    control.check_value(spec.name, body["value"])  # 400 before any write
+    change: SwitchChange = await api.db(request, partial(change_switch, actor="api"), key, body["value"], api.now())
+    # Effective for the API at once (a new value, not a patch); the heartbeat re-reads for the rest.
+    api.ctx.switches = change.switches
+    api.ctx.controls = change.switches.legacy()
+    api.ctx.log.info(control.CHANGED_EVENT, **change.log_fields())
+    return {"key": change.key, "old": change.old, "value": change.new}
 
 
 ROUTES = [

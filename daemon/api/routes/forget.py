@@ -1,15 +1,15 @@
 """DELETE /v1/turns/{turn_id} and DELETE /v1/turns?since=&until=|all=true: forget turns everywhere they live.
 
-The route parses, calls engine/memory/forget.forget (one transaction on the DB thread, then the WAL
-truncation) and shapes the counts. In this process two things outlive the transaction and are
-brought in line here: the indexer's watermark (a forget can free memory ids below it for reuse, and
-a reused id under the watermark would never get its vector) and the RAM vector index (its stamp
-already includes the forget generation; dropping it frees the forgotten rows' memory at once).
+The route parses, calls engine/usecases/forget.forget_turns (one transaction on the DB thread, then
+the WAL truncation, then this process's RAM vector index dropped) and shapes the counts. The
+indexer's watermark is the daemon's own and is brought in line here: a forget can free memory ids
+below it for reuse, and a reused id under the watermark would never get its vector.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -17,8 +17,8 @@ from aiohttp import web
 from daemon.api.http import ApiState
 from engine.errors import InputError
 from engine.memory import forget as forgetting
-from engine.memory import vector_index
 from engine.memory.ingest import parse_ts
+from engine.usecases.forget import forget_turns
 
 
 def _instant(text: str | None, name: str) -> float | None:
@@ -34,14 +34,9 @@ def _instant(text: str | None, name: str) -> float | None:
     return value
 
 
-def _run(conn: Any, chosen: forgetting.Selection, now: float) -> forgetting.ForgetReport:
-    report = forgetting.forget(conn, chosen, now, actor="api")
-    vector_index.forget(conn)
-    return report
-
-
 async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Selection) -> dict[str, Any]:
-    report: forgetting.ForgetReport = await api.db(request, _run, chosen, api.now())
+    report: forgetting.ForgetReport = await api.db(request, partial(forget_turns, actor="api"), chosen,
+                                                     api.now())
     indexer = api.ctx.services.get("vector_indexer")
     if indexer is not None:  # ids above the new max may be handed out again: look there again
         indexer.drain.indexed_upto = min(indexer.drain.indexed_upto, report.max_memory_id)

@@ -11,7 +11,7 @@ from daemon.api.http import ApiState
 from daemon.api.routes.common import iso
 from engine.errors import InputError
 from engine.memory.ingest import parse_ts
-from engine.store.life import life_events
+from engine.usecases.life import told_events
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -41,23 +41,11 @@ def parse_limit(text: str | None) -> int:
     return int(text)
 
 
-def told_events(conn: Any, since: float | None, limit: int) -> list[dict[str, Any]]:
-    rows = life_events(conn, since=since, told_only=True)
-    out = []
-    for row in rows:
-        if not row.get("told"):
-            continue  # belt and braces: told_only is the contract, this is the guarantee
-        out.append({"id": row["id"], "ts": row["ts"], "ts_iso": iso(row["ts"]), "kind": row["kind"],
-                    "text": row["text"], "told_at": row.get("told_at"), "told_turn_id": row.get("told_turn_id")})
-        if len(out) >= limit:
-            break
-    return out
-
-
 async def get_life(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
     since = parse_since(request.query.get("since"))
     limit = parse_limit(request.query.get("limit"))
-    return {"events": await api.db(request, told_events, since, limit)}
+    events = await api.db(request, told_events, since, limit)
+    return {"events": [{**e, "ts_iso": iso(e["ts"])} for e in events]}
 
 
 ROUTES = [("GET", "/v1/life", get_life)]

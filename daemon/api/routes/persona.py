@@ -10,11 +10,11 @@ from daemon.api.http import ApiState
 from daemon.api.routes.common import iso, persona_of
 from engine.errors import NotFoundError
 from engine.persona import describe_persona
-from engine.store.core import get_companion
+from engine.usecases.state import read_companion
 
 
 async def get_persona(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
-    companion = api.ctx.companion or await api.db(request, get_companion)
+    companion = api.ctx.companion or await api.db(request, read_companion)
     if companion is None:
         raise NotFoundError("this database holds no companion yet; create her with: anima init")
     persona = persona_of(api)

@@ -11,25 +11,19 @@ from aiohttp import web
 from daemon.api.http import ApiState
 from daemon.api.routes.common import inner_view, persona_of
 from engine import activity as act
-from engine import inner
-from engine.memory.indexer import count_pending
-from engine.store.core import controls as read_controls
-from engine.store.migrate import db_schema_version
-from engine.store.queries import q
+from engine.usecases.state import StateRead, health_check, read_state
 
 HEALTH_DB_TIMEOUT_S = 2.0
 
 
-def read_state(conn: Any, settings: Any, persona: Any, now: float) -> dict[str, Any]:
-    snapshot = inner.inner_snapshot(conn, settings, persona, now)
-    counts = dict(conn.execute(q("api_counts")).fetchone())
-    return {"controls": read_controls(conn), "counts": {k: int(v) for k, v in counts.items()}, **inner_view(snapshot)}
+def _state_view(read: StateRead) -> dict[str, Any]:
+    return {"controls": read.switches.as_dict(), "counts": read.counts, **inner_view(read.snapshot)}
 
 
 async def get_state(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
     now = api.now()
     ctx = api.ctx
-    out = await api.db(request, read_state, api.settings, persona_of(api), now)
+    out = _state_view(await api.db(request, read_state, api.settings, persona_of(api), now))
     tz = api.settings.life.tz
     return {
         "now": now,
@@ -49,20 +43,13 @@ async def get_state(request: web.Request, api: ApiState, body: None) -> dict[str
     }
 
 
-def _db_check(conn: Any, indexer: Any) -> tuple[int, int]:
-    """(schema version, memories waiting for a vector): above the indexer's watermark, or all without one."""
-    conn.execute(q("api_db_ok")).fetchone()
-    pending = indexer.pending(conn) if indexer is not None else count_pending(conn)
-    return db_schema_version(conn), pending
-
-
 async def get_health(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
     ctx = api.ctx
     now = api.now()
     schema = pending = None
     try:
         async with asyncio.timeout(HEALTH_DB_TIMEOUT_S):
-            schema, pending = await api.db(request, _db_check, ctx.services.get("vector_indexer"))
+            schema, pending = await api.db(request, health_check, ctx.services.get("vector_indexer"))
         db_error = getattr(ctx.store, "fault", None)  # reads work on a full disk; writes do not
     except Exception as exc:  # health reports, it does not fail
         ctx.log.warning("api.health_db_failed", error=type(exc).__name__)

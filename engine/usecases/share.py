@@ -1,0 +1,115 @@
+"""The sharing channel's use cases: offer zero or one untold life event, take the receipt, and "she told it".
+
+The offer is the one place her untold text leaves the daemon (the privacy projection allows the
+`offer.text` field of POST /v1/share only). The event stays untold until the front end's receipt
+says which turn carried it; the receipt marks it told and indexes it as a memory in ONE transaction,
+so it becomes recallable and consolidatable at the same instant. Offers without a receipt expire.
+A receipt names a turn that was recorded (POST /v1/turns first, with the reply that told it): a
+receipt for a turn nobody recorded would make her life "told" in a conversation that never happened.
+
+`tell_life_event` is that "told" step on its own: the receipt and `anima life add --told` (a
+backstory she has already told) both make a told event recallable through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine import inner
+from engine.errors import ConflictError, NotFoundError
+from engine.memory.ingest import index_life_event
+from engine.persona import Persona
+from engine.settings import Settings
+from engine.share import SharePolicy, decide
+from engine.store import share as offers
+from engine.store import transaction
+from engine.store.api import turn_recorded
+from engine.store.core import read_switches
+from engine.store.life import mark_told
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What POST /v1/share answers: the reason, and the offered event when there is one."""
+
+    reason: str  # offered, already_offered, or engine.share.decide's reason for nothing
+    share_id: str | None = None
+    life_event_id: int | None = None
+    ts: float | None = None
+    text: str | None = None  # untold text: only the offer body of POST /v1/share may carry it
+    expires_at: float | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class Receipt:
+    share_id: str
+    turn_id: str
+    told_at: float
+    memory_id: int | None
+    life_event_id: int
+    created: bool  # False: the same turn sent this receipt before (nothing was written now)
+
+
+def offer(conn: Any, settings: Settings, persona: Persona | None, turn_id: str, query: str | None,
+          now: float) -> Offer:
+    """Decide and record an offer in one transaction; a turn asking again gets its open offer back."""
+    policy = SharePolicy.from_settings(settings.api)
+    with transaction(conn):
+        if not read_switches(conn).sharing:
+            return Offer("sharing_off")
+        existing = offers.open_offer_for_turn(conn, turn_id, now)
+        if existing is not None:
+            return Offer("already_offered", existing["id"], existing["life_event_id"], existing["ts"],
+                         existing["text"], existing["expires_at"])
+        pool = offers.candidates(conn, now, policy.max_age_h * 3600.0)
+        mood = inner.inner_snapshot(conn, settings, persona, now)["mood"] if pool else {"v": 0.0, "a": 0.0}
+        decision = decide(pool, query, sociability=float(getattr(persona, "sociability", 0.5)),
+                          valence=float(mood["v"]), arousal=float(mood["a"]), now=now,
+                          last_offer_at=offers.last_offer_at(conn), policy=policy)
+        if decision.life_event_id is None:
+            return Offer(decision.reason)
+        chosen = next(c for c in pool if c.life_event_id == decision.life_event_id)
+        share_id = offers.insert_offer(conn, chosen.life_event_id, turn_id, now, settings.api.share_offer_ttl_s)
+        return Offer("offered", share_id, chosen.life_event_id, chosen.ts, chosen.text,
+                     now + settings.api.share_offer_ttl_s, round(decision.score, 3))
+
+
+def offer_text(conn: Any, share_id: str) -> str | None:
+    """The text an offer carries (to embed it off the DB thread before the receipt); None for no such offer."""
+    row = offers.get_offer(conn, share_id)
+    return None if row is None else str(row["text"])
+
+
+def tell_life_event(conn: Any, embedder: Any, life_event_id: int, turn_id: str | None, now: float) -> int:
+    """She told it (in turn `turn_id`, or before anima knew her): told=1 once, and its memory row; the memory id.
+
+    Inside the caller's transaction when there is one. Telling a told event again changes nothing.
+    """
+    with transaction(conn):
+        mark_told(conn, life_event_id, turn_id, now)
+        return index_life_event(conn, embedder, life_event_id, now)
+
+
+def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float) -> Receipt:
+    """Told: the event told, its memory row and the offer received, in one transaction (idempotent for the same turn)."""
+    with transaction(conn):
+        row = offers.get_offer(conn, share_id)
+        if row is None:
+            raise NotFoundError(f"no share offer {share_id!r}; ask POST /v1/share for an offer first")
+        if row["status"] == "received":
+            if row["receipt_turn_id"] != turn_id:
+                raise ConflictError(f"share offer {share_id} was already receipted by another turn")
+            return Receipt(share_id, turn_id, row["told_at"] or row["received_at"],
+                           offers.memory_for_life_event(conn, row["life_event_id"]), row["life_event_id"], False)
+        if row["status"] == "expired" or row["expires_at"] <= now:
+            raise ConflictError(f"share offer {share_id} expired; it stays untold (ask POST /v1/share again)")
+        if row["told"]:
+            raise ConflictError(f"the life event of share offer {share_id} was already told through another offer")
+        if not turn_recorded(conn, turn_id):
+            raise ConflictError(f"turn {turn_id!r} was never recorded; POST /v1/turns with the reply that told it, "
+                                "then send the receipt")
+        memory_id = tell_life_event(conn, embedder, row["life_event_id"], turn_id, now)
+        offers.receive_offer(conn, share_id, row["life_event_id"], turn_id, now)
+        return Receipt(share_id, turn_id, now, memory_id, row["life_event_id"], True)
