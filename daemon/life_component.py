@@ -31,8 +31,7 @@ class LifeComponent:
             return
         if ctx.services.get("persona") is not self.persona:  # someone re-derived it (e.g. after SIGHUP)
             self.persona = ctx.services.get("persona")
-        # step_inner (engine/inner.py) still reads a dict with the old names: the legacy view of this beat's Switches.
-        result = await ctx.store.call(step_inner, ctx.settings, self.persona, now, ctx.switches.legacy())
+        result = await ctx.store.call(step_inner, ctx.settings, self.persona, now, ctx.switches)
         if result["backwards"]:
             ctx.log.warning("clock.backwards", part="life")
         if result["transitions"]:

@@ -8,12 +8,14 @@ them in one transaction each. `inner_snapshot` never contains life-event text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from engine import energy as energy_model
 from engine import mood as mood_model
 from engine.appraisal import appraise, bounded_delta
+from engine.control import Switches
 from engine.life import machine, record
 from engine.life.catalogue import catalogue
 from engine.life.localtime import local_time
@@ -22,7 +24,7 @@ from engine.persona import Persona
 from engine.settings import Settings
 from engine.store import life as store
 from engine.store import transaction
-from engine.store.core import controls as stored_controls
+from engine.store.core import read_switches
 
 __all__ = [
     "appraise_turn", "energy_params", "inner_snapshot", "interrupt_for_chat", "mood_params", "resume_after_gap",
@@ -34,15 +36,18 @@ MAX_TRANSITIONS_PER_STEP = 500     # a guard: a day has ~25 transitions; a runaw
 
 
 def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: float,
-               controls: dict[str, Any]) -> dict[str, Any]:
-    """One heartbeat: step mood/energy (control 'heartbeat') and the activity machine (control 'life') to now.
+               switches: Switches | Mapping[str, Any]) -> dict[str, Any]:
+    """One heartbeat: step mood/energy (switch 'mood_step') and the activity machine (switch 'life') to now.
+
+    `switches` is this beat's typed Switches; a mapping of stored values (current or old names) is read
+    through the registry's defaults, so a caller never repeats a default.
 
     Returns {"backwards": bool, "transitions": n, "life_events": n, "activity": kind, "mood": her mood
     now (numbers, energy "e" and label, as in inner_snapshot)}. A clock that
     went backwards steps nothing (dt = 0) and re-anchors her time at `now`; the caller logs it.
     """
-    heartbeat_on = bool(controls.get("heartbeat", True))
-    life_on = bool(controls.get("life", True))
+    on = switches if isinstance(switches, Switches) else Switches.from_stored(switches)
+    heartbeat_on, life_on = on.mood_step, on.life
     ctx = context(settings, persona)
     events: list[int] = []
     with transaction(conn):
@@ -130,14 +135,18 @@ def resume_after_gap(conn: Any, settings: Settings, persona: Persona | None, las
         record.save(conn, life, now)
 
 
-def interrupt_for_chat(conn: Any, turn_id: str | None, now: float, *, quiet_after_chat_s: float = 600.0) -> None:
-    """A chat turn arrived: suspend what she is doing (with its remaining time) and be in the chat."""
+def interrupt_for_chat(conn: Any, turn_id: str | None, now: float, *, quiet_after_chat_s: float = 600.0,
+                       switches: Switches | None = None) -> None:
+    """A chat turn arrived: suspend what she is doing (with its remaining time) and be in the chat.
+
+    `switches`: the caller's read of this transaction (read here only when none is given).
+    """
     with transaction(conn):
         raw = store.get_inner_state(conn)
         if raw is not None:
             raw["last_chat_at"] = now
             store.put_inner_state(conn, raw, now)
-        if not stored_controls(conn).get("life", True):
+        if not (switches or read_switches(conn)).life:
             return
         cur = store.current_activity(conn)
         if cur is None:
@@ -157,12 +166,13 @@ def interrupt_for_chat(conn: Any, turn_id: str | None, now: float, *, quiet_afte
 
 
 def appraise_turn(conn: Any, settings: Settings, persona: Persona | None, user_text: str | None,
-                  companion_text: str | None, affect: dict[str, Any] | None, now: float) -> dict[str, Any]:
+                  companion_text: str | None, affect: dict[str, Any] | None, now: float,
+                  switches: Switches | None = None) -> dict[str, Any]:
     """Push her mood with one chat turn (control 'appraisal'); return the mood after the push."""
     ctx = context(settings, persona)
     with transaction(conn):
         life, _ = record.load_day(conn, ctx, now)
-        if stored_controls(conn).get("appraisal", True):
+        if (switches or read_switches(conn)).appraisal:
             push = appraise(user_text, companion_text, affect)
             # One turn moves her at most a share of her range (engine/appraisal/bound.py says why).
             delta = bounded_delta(push, ctx.mp, settings.mood.chat_push_gain)
@@ -180,12 +190,13 @@ def _mood_dict(ctx: LifeContext, life: LifeState, now: float) -> dict[str, Any]:
             "label": mood_model.label(v, a, d)}
 
 
-def inner_snapshot(conn: Any, settings: Settings, persona: Persona | None, now: float) -> dict[str, Any]:
+def inner_snapshot(conn: Any, settings: Settings, persona: Persona | None, now: float,
+                   switches: Switches | None = None) -> dict[str, Any]:
     """How she is right now: mood (numbers + label), energy, current activity. Never life-event text."""
     ctx = context(settings, persona)
     life, _ = record.load_day(conn, ctx, now)
     cur = store.current_activity(conn)
-    if cur is not None and stored_controls(conn).get("heartbeat", True):
+    if cur is not None and (switches or read_switches(conn)).mood_step:
         spec = catalogue()[cur["kind"]]
         life = replace(life, energy=energy_model.step(life.energy, max(now, life.energy.at),
                                                       energy_params(settings, persona, now), asleep=spec.asleep,

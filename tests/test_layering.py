@@ -122,8 +122,6 @@ def test_only_engine_store_calls_q() -> None:
     assert not offenders, _report("q() outside engine/store", offenders)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: routes still reach into engine.store (use cases to come): "
-                   + "; ".join(route_imports_of_store()))
 def test_routes_import_no_engine_store() -> None:
     offenders = route_imports_of_store()
     assert not offenders, _report("daemon/api/routes importing engine.store", offenders)

@@ -57,11 +57,13 @@ def record_turn(conn: Any, settings: Settings, persona: Persona | None, embedder
         interrupted = False
         if new_user is not None or new_companion is not None:  # else a replay: the turn already moved her
             if switches.appraisal:
-                mood = inner.appraise_turn(conn, settings, persona, new_user, new_companion, turn.affect, now)
+                mood = inner.appraise_turn(conn, settings, persona, new_user, new_companion, turn.affect, now,
+                                           switches)
             if switches.life:
-                inner.interrupt_for_chat(conn, turn.turn_id, now, quiet_after_chat_s=settings.life.quiet_after_chat_s)
+                inner.interrupt_for_chat(conn, turn.turn_id, now, quiet_after_chat_s=settings.life.quiet_after_chat_s,
+                                        switches=switches)
                 interrupted = True
         if mood is None:
-            mood = inner.inner_snapshot(conn, settings, persona, now)["mood"]
+            mood = inner.inner_snapshot(conn, settings, persona, now, switches)["mood"]
     return TurnRecorded(turn_id=turn.turn_id, created=written.created, memory_ids=tuple(written.memory_ids),
                         message_ids=tuple(written.message_ids), mood=mood, interrupted=interrupted, use=use)
