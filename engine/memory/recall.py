@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -221,6 +222,33 @@ def lineage_matcher(embedder: Embedder) -> LineageMatcher:
     return _MATCHERS[name]
 
 
+# Chinese interrogative pronouns and adverbs (疑问代词), as the grammars list them (黄伯荣、廖序东《现代汉语》;
+# 吕叔湘《现代汉语八百词》), with the colloquial 啥 (= 什么) and 咋 (= 怎么) that the dictionaries give as their
+# spoken forms, 多 + adjective asking a degree (多大 多高 多久), and 几 only before a measure word. Not their
+# indefinite uses: 这几天, 没什么, 不怎么 ("nothing much"), 哪怕. English wh-words. Question particles (吗 呢 吧)
+# are left out: "我好看吗" asks for an opinion, not for a memory.
+_INTERROGATIVES = re.compile("(?<![没不])什么|(?<!没)啥|谁|哪(?!怕)|(?<!不)怎么|怎样|咋|多少|多大|多高|多重|多久|多远|多长|为何|何时"
+                             "|(?<![这那好])几[岁点号个次天年月回位口名]")
+_FIRST_PERSON = ("我", "咱")
+_EN_SELF = re.compile(r"\b(what|where|who|when|which|how|why)\b.*\b(i|my|me)\b")
+
+
+def asks_about_self(query: str) -> bool:
+    """Whether a one-line query is a question about the user himself (我 + an interrogative: "我是干什么的").
+
+    Such a question asks for what memory holds by its very form, so it is never small talk, however
+    near e5 puts it to a background line ("我是干什么的" is at 0.91 to "你在做什么呢", the floor's
+    one false negative on zh-dev2). A multi-line query is dialogue, judged line by line already.
+    """
+    text = query.strip()
+    if "\n" in text:
+        return False
+    lowered = text.lower()
+    if any(p in text for p in _FIRST_PERSON) and _INTERROGATIVES.search(text):
+        return True
+    return bool(_EN_SELF.search(lowered))
+
+
 # Words that ask about the present state (now, lately, still, yet): the newest statement on a topic answers them.
 # Generic particles (还是, 了吗, 没有) are left out: in a running dialogue they are everywhere (MADial-Bench lost 2 points).
 _NOW_CUES = ("现在", "最近", "目前", "如今", "这阵子", "近来", "还在", "了没", "now", "currently", "lately", "these days",
@@ -382,7 +410,7 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     rows = list(conn.execute(q("mem_gated_rows"), {"ids": json.dumps(sorted(ids)), "as_of": limit_ts}).fetchall())
     by_id = {r["id"]: r for r in rows}
     mode = "hybrid" if hybrid else "keyword"
-    if hybrid and params.use_small_talk and rows:
+    if hybrid and params.use_small_talk and rows and not (params.use_self_question and asks_about_self(text)):
         rows = above_background(embedder, lanes, rows, settings.relevance_margin)
         if not rows:
             # Nothing she remembers is nearer to this than generic chat: an empty context is the answer.
