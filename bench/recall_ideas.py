@@ -9,6 +9,9 @@ JSON out. A row that does not beat `vector` on both sets is why the idea is not 
 - query normalisation (b): the interrogative pronouns and particles of Chinese grammar (recall._INTERROGATIVES'
   source list plus 吗 呢 来着 是不是 有没有) deleted from the question before embedding, or both forms averaged.
 - pseudo-relevance feedback (c): Rocchio on the vector lane, q' = q + b * mean of the top-m passages.
+Measured 2026-12-01 (e5-small q4): zh-dev2 vector 62.2/81.1/.718; best multi-view 63.5/79.7/.714, normalised
+query 51.4/77.0/.644, both forms 62.2/78.4/.712, Rocchio b=.3 m=3 63.5/82.4/.726; MADial zh R@5 vector 55.6,
+normalised 53.4, Rocchio 54.6. Rocchio helps zh-dev2 only (+1.3 R@1) and costs MADial 1 point: not shipped.
 Usage: python bench/recall_ideas.py [--evaldata DIR]
 """
 
