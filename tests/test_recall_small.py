@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.memory.importer import import_history
-from engine.memory.recall import recall
+from engine.memory.recall import asks_about_self, recall
 from tests.memory_helpers import ON, SETTINGS, embedder, fresh_db
 
 HISTORY = Path(__file__).resolve().parent / "fixtures" / "recall_small.jsonl"
@@ -76,3 +76,12 @@ def test_a_time_expression_it_cannot_read_is_no_filter_not_an_error(conn, query)
     plain = recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=NOW, params=no_time)
     assert plain.hits
     assert turns(conn, query) == [h.turn_id for h in plain.hits]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("我是干什么的", True), ("我今年几岁了", True), ("我叫什么名字", True), ("what do I do for work", True),
+    ("你在干嘛", False), ("我回来了", False), ("我这几天好累", False), ("我没什么事", False), ("我好看吗", False),
+    ("哪怕我累", False), ("我叫什么\n你猜", False),
+])
+def test_a_first_person_question_is_told_from_a_remark(query, expected):
+    assert asks_about_self(query) is expected
