@@ -29,6 +29,7 @@ from engine.settings import Settings
 from engine.store import connect, migrate, transaction
 from engine.store import life as life_store
 from engine.store.core import get_companion
+from engine.store.queries import q
 from engine.times import parse_instant
 
 DEFAULT_START = "2025-01-06T04:00"   # a Monday at 04:00, when her day turns; fixed so runs are reproducible
@@ -150,17 +151,32 @@ def _next_end(conn: Any) -> float:
 
 
 def _quiet_beats(conn: Any, settings: Settings, persona: Persona, beats: list[float]) -> None:
-    """What step_inner does at beats with no transition: advance mood and energy, sample the trace; state unsaved."""
+    """What step_inner does at beats with no transition: advance mood and energy, sample the trace; state unsaved.
+
+    The samples are DayState.trace's (one per trace bucket, the values at the beat), written in one
+    executemany; the retention prune is left out because a run keeps its whole trace anyway.
+    """
     from engine.day import load_day
 
     cur = life_store.current_activity(conn)
     if cur is None:
         return
-    spec = act.catalogue()[cur["kind"]]
+    kind = cur["kind"]
+    spec = act.catalogue()[kind]
     life, _ = load_day(conn, settings, persona, beats[0])
+    interval = settings.life.trace_interval_s
+    last = life.last_trace_at
+    rows = []
     for beat in beats:
         life.advance(beat, spec)
-        life.trace(beat, cur["kind"])
+        bucket = math.floor(beat / interval) * interval
+        if bucket <= last:
+            continue
+        v, a, d = life.values()
+        rows.append({"ts": bucket, "v": round(v, 6), "a": round(a, 6), "d": round(d, 6),
+                     "e": round(life.energy_level(), 6), "activity": kind})
+        last = bucket
+    conn.executemany(q("life_put_trace_point"), rows)
 
 
 def _backup(conn: Any, target: Path) -> None:
