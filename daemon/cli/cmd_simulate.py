@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import importlib.util
 import json
 import math
@@ -29,7 +30,6 @@ from engine.settings import Settings
 from engine.store import connect, migrate, transaction
 from engine.store import life as life_store
 from engine.store.core import get_companion
-from engine.store.queries import q
 from engine.times import parse_instant
 
 DEFAULT_START = "2025-01-06T04:00"   # a Monday at 04:00, when her day turns; fixed so runs are reproducible
@@ -153,30 +153,28 @@ def _next_end(conn: Any) -> float:
 def _quiet_beats(conn: Any, settings: Settings, persona: Persona, beats: list[float]) -> None:
     """What step_inner does at beats with no transition: advance mood and energy, sample the trace; state unsaved.
 
-    The samples are DayState.trace's (one per trace bucket, the values at the beat), written in one
-    executemany; the retention prune is left out because a run keeps its whole trace anyway.
+    The one place the simulator reaches past step_inner into the day machine, through its own two calls
+    (advance, trace), so the samples are exactly the ones a beat-by-beat run writes. The machine moves from
+    engine/day.py (DayState) into engine/life (machine.advance, record.trace); both are served here, found by
+    name so that either tree type-checks.
     """
-    from engine.day import load_day
-
     cur = life_store.current_activity(conn)
     if cur is None:
         return
     kind = cur["kind"]
     spec = act.catalogue()[kind]
-    life, _ = load_day(conn, settings, persona, beats[0])
-    interval = settings.life.trace_interval_s
-    last = life.last_trace_at
-    rows = []
+    if importlib.util.find_spec("engine.life.machine") is None:   # the day machine of engine/day.py
+        life, _ = importlib.import_module("engine.day").load_day(conn, settings, persona, beats[0])
+        for beat in beats:
+            life.advance(beat, spec)
+            life.trace(beat, kind)
+        return
+    machine, record = importlib.import_module("engine.life.machine"), importlib.import_module("engine.life.record")
+    ctx = machine.context(settings, persona)
+    state, _ = record.load_day(conn, ctx, beats[0])
     for beat in beats:
-        life.advance(beat, spec)
-        bucket = math.floor(beat / interval) * interval
-        if bucket <= last:
-            continue
-        v, a, d = life.values()
-        rows.append({"ts": bucket, "v": round(v, 6), "a": round(a, 6), "d": round(d, 6),
-                     "e": round(life.energy_level(), 6), "activity": kind})
-        last = bucket
-    conn.executemany(q("life_put_trace_point"), rows)
+        state = machine.advance(ctx, state, beat, spec)
+        state = record.trace(conn, ctx, state, beat, kind)
 
 
 def _backup(conn: Any, target: Path) -> None:
