@@ -153,6 +153,7 @@ def test_chinese_and_arabic_numerals_parse_to_ranges() -> None:
     assert parse_number("十几") == (11, 19)
     assert parse_number("三四十") == (30, 40)
     assert parse_number("3.5") == (3.5, 3.5)
+    assert parse_number("三点五") == (3.5, 3.5)
     assert parse_number("几") is None
     units = {q.word: (q.lo, q.unit) for q in quantities("跳了一个半小时，又走了半小时，共八千步，5公里，第三集，读了12页")}
     assert units == {"一个半小时": (90, "minutes"), "半小时": (30, "minutes"), "八千步": (8000, "steps"),
@@ -172,9 +173,13 @@ def test_steps_and_distance_must_be_walkable_in_the_time() -> None:
     assert checks.check_numbers([line("沿河跑了六公里。", "2026-01-07", "07:40", "08:20", kind="exercise")]) == []
 
 
-def test_remaining_time_and_ordinals_are_not_durations() -> None:
-    for text in ("聊完又接着看书，还剩大概20分钟。", "看到第十二集，停不下来。", "前十分钟在热身。"):
+def test_remaining_time_ordinals_and_which_one_are_not_amounts() -> None:
+    for text in ("聊完又接着看书，还剩大概20分钟。", "看到第十二集，停不下来。", "前十分钟在热身。", "还挺想看下一集的。",
+                 "照着方子一步一步来，进到上色这一步了。"):
         assert checks.check_numbers([line(text, "2026-01-07", "20:00", "21:30", kind="drama")]) == [], text
+    assert checks.check_numbers([line("慢慢走了半个小时，大概二点五公里。", "2026-01-07", "08:00", "08:30")]) == []
+    assert words(checks.check_numbers([line("慢慢走了半个小时，大概八点五公里。", "2026-01-07", "08:00", "08:30")])) \
+        == ["八点五公里"]
 
 
 # --- endings --------------------------------------------------------------------------------------------------
@@ -205,10 +210,12 @@ def test_progress_in_a_book_never_runs_backwards() -> None:
     assert [f.event_id for f in checks.check_endings([*forward, back])] == [9]
 
 
-def test_an_episode_finished_is_not_the_show_finished() -> None:
+def test_an_episode_or_a_lesson_finished_is_not_the_storyline_finished() -> None:
     lines = [line(f"把《漫长的季节》第{n}集看完了。", f"2026-02-0{n}", "20:00", "21:00", kind="drama", id_=n)
              for n in (1, 2)]
-    assert checks.check_endings(lines) == []
+    lessons = [line(f"上了四十五分钟日语课，做完了第{n}课的练习。", f"2026-02-1{i}", "07:30", "08:15", kind="study",
+                    id_=10 + i) for i, n in enumerate(("三", "四"))]
+    assert checks.check_endings(lines + lessons) == []
 
 
 def test_run_all_reports_every_check_and_rows_become_lines() -> None:

@@ -263,11 +263,12 @@ def check_weather(lines: Iterable[Line], world: World, names: Iterable[str] = ()
 
 _DIGIT = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _UNIT = {"十": 10, "百": 100, "千": 1000}
-_NUM = r"[0-9０-９.]+|[零〇一二两三四五六七八九十百千万几来多半]+"
+_NUM = r"[0-9０-９.]+|[零〇一二两三四五六七八九十百千万几来多半]+(?:点[零〇一二三四五六七八九]+)?"
 _QUANTITY = re.compile(rf"(第)?({_NUM})(个半小时|个小时|小时|分钟|刻钟|步|公里|千米|页|集|章)")
 # A number right after these is a part or a rhythm of the activity, not its length ("还剩二十分钟", "每隔十分钟",
 # "前二十分钟", "提前十分钟").
-_PART_BEFORE = re.compile(r"(?:剩|每|隔|前|头|最后)\S{0,2}$")
+_PART_BEFORE = re.compile(r"(?:剩|每|隔|前|头|最后)\S{0,2}$|[上下这那哪]$")   # and 下一集, 这一步: which, not how many
+MIN_STEPS = 100   # a count of steps people say is in hundreds; 一步一步, 这一步 are no walk
 
 
 def _chinese_int(text: str) -> int:
@@ -300,6 +301,10 @@ def parse_number(text: str) -> tuple[float, float] | None:
         return float(text), float(text)
     if text == "半":
         return 0.5, 0.5
+    if "点" in text:   # 三点五 = 3.5: a Chinese decimal, digit by digit after 点
+        whole, _, decimals = text.partition("点")
+        value = _chinese_int(whole) + float("0." + "".join(str(_DIGIT[ch]) for ch in decimals))
+        return value, value
     if text.strip("几来多") == "" or not re.search(r"[零〇一二两三四五六七八九十百千万半]", text):
         return None
     fuzzy = text.endswith(("几", "来", "多"))
@@ -382,6 +387,8 @@ def check_numbers(lines: Iterable[Line]) -> list[Finding]:
                 if q.hi < minutes - slack or q.lo > minutes + slack:
                     why = f"{q.word} in a {minutes:.0f}-minute activity"
             elif q.unit == "steps":
+                if q.hi < MIN_STEPS:
+                    continue
                 if q.lo > STEPS_PER_MIN[1] * minutes or q.hi < STEPS_PER_MIN[0] * minutes:
                     why = f"{q.word} in {minutes:.0f} min ({q.lo / minutes:.0f}-{q.hi / minutes:.0f} steps/min)"
             elif q.unit == "km":
@@ -408,7 +415,7 @@ ENDINGS = re.compile(r"读完|看完|追完|刷完|大结局|完结|弹顺|学�
 _AGAIN = re.compile(r"重读|重看|二刷|又从头|重新|再读一遍|再看一遍|温习")
 _TITLE = re.compile(r"《([^》]{1,40})》")
 _PROGRESS = re.compile(r"第([0-9]+|[零〇一二两三四五六七八九十百千]+)(章|集|页|课|节|卷)")
-_NUMERALS = re.compile(r"[0-9]+|[零〇一二两三四五六七八九十百千万半几]+")
+_NUMERALS = re.compile(r"(?<!第)(?:[0-9]+|[零〇一二两三四五六七八九十百千万半几]+)")   # counts, not ordinals
 
 
 def _storyline_key(line: Line, match: re.Match[str]) -> str:
@@ -443,8 +450,9 @@ def check_endings(lines: Iterable[Line]) -> list[Finding]:
                 out.append(Finding("endings", line.id, f"第{number}{m.group(2)}",
                                    f"progress after the title ended (event {finished_titles[titles[0]]})"))
         for m in ENDINGS.finditer(line.text):
-            if line.moment != "completed" or again or re.search(r"[集章页节]", line.text[max(0, m.start() - 4):m.start()]):
-                continue   # 第三集看完了 ends an episode, not the show
+            near = line.text[max(0, m.start() - 4):m.end() + 8]
+            if line.moment != "completed" or again or re.search(r"[集章页节课]", near):
+                continue   # 第三集看完了, 做完了第二十课的练习: a part ends, not the storyline
             key = _storyline_key(line, m)
             if key in ended:
                 out.append(Finding("endings", line.id, m.group(0), f"ended already in event {ended[key]}"))
