@@ -79,7 +79,8 @@ def people_names() -> list[str]:
 
 
 def _hm(minutes: float) -> str:
-    return f"{int(minutes // 60)}:{round(minutes % 60):02d}"
+    hours, rest = divmod(round(minutes), 60)
+    return f"{hours}:{rest:02d}"
 
 
 def run_chart(settings: Settings, birth: str, start: float, days: int, year_days: int) -> dict[str, Any]:
@@ -127,6 +128,7 @@ def run_chart(settings: Settings, birth: str, start: float, days: int, year_days
     out["activity_kinds"] = len({a["kind"] for a in timeline})
     out["weekday_vs_day_off_l1"] = _l1(daily, world)
     out["spring_festival"] = _spring_festival(daily, timeline, world, tz)
+    out["spring_festival_kinds"] = _festival_only(daily, world)
     out["findings"] = {name: {"count": len(found), "examples": [vars(f) for f in found[:5]]}
                        for name, found in findings.items()}
     out["findings_total"] = sum(len(found) for found in findings.values())
@@ -164,6 +166,15 @@ def _spring_festival(daily: list[dict[str, Any]], timeline: list[dict[str, Any]]
         out.append({"day": d["day"], "festival": today.festival, "holiday": today.holiday,
                     "day_kind": today.day_kind.value, "minutes": awake, "sequence": labels})
     return out
+
+
+def _festival_only(daily: list[dict[str, Any]], world: Any) -> list[str]:
+    """Kinds she does on the Spring Festival days and on under 5 % of her other days: the festival lived as one."""
+    festive = [d for d in daily if world(dt.date.fromisoformat(d["day"])).spring_festival]
+    ordinary = [d for d in daily if not world(dt.date.fromisoformat(d["day"])).spring_festival]
+    seen = Counter(k for d in ordinary for k in d["minutes"])
+    kinds = {k for d in festive for k in d["minutes"]}
+    return sorted(k for k in kinds if seen[k] < 0.05 * max(1, len(ordinary)))
 
 
 def _time_use(timeline: list[dict[str, Any]], start: float, days: int) -> dict[str, Any]:
@@ -206,9 +217,8 @@ def acceptance(pooled: dict[str, Any], charts: dict[str, dict[str, Any]]) -> dic
 
     def lived(c: dict[str, Any]) -> bool:
         days = c["spring_festival"]
-        return bool(days) and all(d["day_kind"] == DayKind.HOLIDAY.value for d in days) and any(
-            act.catalogue().get(k) is not None and act.catalogue()[k].category in ("social", "festival")
-            for d in days for k in d["minutes"])
+        return bool(days) and all(d["day_kind"] == DayKind.HOLIDAY.value for d in days) and bool(
+            c["spring_festival_kinds"])
 
     return {"distinct_texts_ge_60pct": within(pooled["distinct_text_share"], 0.60, 1.0),
             "bedtime_sd_20_60_min": all(within(c["bedtime_sd_min"], 20, 60) for c in charts.values()),

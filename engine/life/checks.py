@@ -359,12 +359,13 @@ def quantities(text: str) -> list[Quantity]:
 
 # Plausible rates per minute of the activity (lo, hi). Steps: 100 steps/min is moderate walking (Tudor-Locke et al.
 # 2018, cadence); running cadence rarely passes 180. Distance: walking 3-6.5 km/h, running to ~15 km/h, cycling
-# to ~25 km/h. Pages: a Chinese book page of ~500 characters at 300-600 characters a minute, with pauses. An
-# episode of a drama or variety show lasts 20-60 min; a chapter takes at least a few minutes.
+# to ~25 km/h. Pages: a Chinese book page of ~500 characters read at 300-600 characters a minute, with pauses,
+# or written by hand at ~25 a minute (a page in 20 min). An episode of a drama lasts 20-60 min, of a variety show
+# up to two hours; a chapter takes at least a few minutes.
 STEPS_PER_MIN = (20.0, 180.0)
 KM_PER_MIN = {"walk": (1.0 / 60, 7.0 / 60), "run": (3.0 / 60, 16.0 / 60), "ride": (4.0 / 60, 28.0 / 60)}
-PAGES_PER_MIN = (0.1, 3.0)
-MIN_PER_EPISODE = (15.0, 90.0)
+PAGES_PER_MIN = (0.05, 3.0)
+MIN_PER_EPISODE = (15.0, 130.0)
 MIN_PER_CHAPTER = 3.0
 DURATION_SLACK = (10.0, 0.2)   # a stated duration may differ from the real one by 10 min or 20 %, whichever is more
 
