@@ -160,6 +160,12 @@ def test_chinese_and_arabic_numerals_parse_to_ranges() -> None:
                      "5公里": (5, "km"), "12页": (12, "pages")}
 
 
+def test_more_than_an_hour_fits_seventy_minutes_and_not_forty() -> None:
+    text = "忙了一个多小时，有点累。"
+    assert checks.check_numbers([line(text, "2026-01-07", "09:00", "10:10", kind="chores")]) == []
+    assert words(checks.check_numbers([line(text, "2026-01-07", "09:00", "09:40", kind="chores")])) == ["一个多小时"]
+
+
 def test_thirty_minutes_in_an_hour_is_a_finding_and_in_half_an_hour_is_not() -> None:
     text = "坚持跳绳了三十分钟，腿有点酸。"
     assert words(checks.check_numbers([line(text, "2026-01-07", "07:40", "08:40", kind="exercise")])) == ["三十分钟"]

@@ -84,7 +84,7 @@ _TITLED = re.compile(r"《[^》]*》|「[^」]*」")
 # Clauses that are not about the world she is in right now: dreams, memories, plans and wishes, a scene of a book
 # or show, what a drawing shows. Each runs to the end of its clause.
 _CLAUSE_END = r"[^，。！？；,.!?;]*"
-_NOT_NOW = re.compile(r"(?:梦见|梦到|梦里|想起|记得|回忆|去年|前年|昨天|昨晚|小时候|明天|明年|下周|周末|打算|计划|约好|约了|"
+_NOT_NOW = re.compile(r"(?:梦见|梦到|梦里|想起|记得|回忆|去年|前年|昨天|昨晚|小时候|明天|明年|下周|打算|计划|约好|约了|"
                       r"想去|等到|预报|"
                       r"画了?一?[幅张]?)" + _CLAUSE_END + r"|(?:看到|读到|讲到|写到)[^，。！？；]{0,15}?"
                       r"(?:那段|那一段|那章|那一章|那幕|那一幕|情节)" + _CLAUSE_END)
@@ -115,8 +115,9 @@ _FEEL_WORDS: dict[str, tuple[re.Pattern[str], Callable[[WorldDay], bool]]] = {
 
 
 def check_season(lines: Iterable[Line], world: World, names: Iterable[str] = ()) -> list[Finding]:
-    """Flowers, fruit and leaves only while they are out in her city (sights.toml by climate zone and month),
-    heat and cold only on days warm or cold enough, cicadas in summer."""
+    """Sights and the season's feel only when her world has them: flowers, fruit and leaves while they are out in
+    her city (sights.toml by climate zone and month), heat and cold on days warm or cold enough, cicadas in summer.
+    """
     patterns = {name: _sight_regex(name) for name in sights()}
     people = tuple(names)
     out: list[Finding] = []
@@ -217,7 +218,7 @@ _WEATHER_WORDS: dict[str, tuple[re.Pattern[str], frozenset[str]]] = {
     "阴": (re.compile(r"阴天|阴沉|乌云"), frozenset({"阴", "多云", "小雨", "大雨", "雾", "雪"})),
 }
 # A narrated change of weather: after it, that day's sentences may describe the new weather.
-_CHANGE = re.compile(r"雨停|停了雨|放晴|转晴|转阴|变天|下起|开始下|起雾|雾散|散了|出太阳了|太阳出来")
+_CHANGE = re.compile(r"雨停|停了雨|雨小了|放晴|转晴|转阴|变天|下起|开始下|起雾|起了雾|雾散|云散|出太阳了|太阳出来|天晴了")
 
 
 def weather_words(text: str, names: Iterable[str] = ()) -> set[str]:
@@ -264,7 +265,7 @@ def check_weather(lines: Iterable[Line], world: World, names: Iterable[str] = ()
 _DIGIT = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _UNIT = {"十": 10, "百": 100, "千": 1000}
 _NUM = r"[0-9０-９.]+|[零〇一二两三四五六七八九十百千万几来多半]+(?:点[零〇一二三四五六七八九]+)?"
-_QUANTITY = re.compile(rf"(第)?({_NUM})(个半小时|个小时|小时|分钟|刻钟|步|公里|千米|页|集|章)")
+_QUANTITY = re.compile(rf"(第)?({_NUM})(个半小时|个多小时|个小时|小时|分钟|刻钟|步|公里|千米|页|集|章)")
 # A number right after these is a part or a rhythm of the activity, not its length ("还剩二十分钟", "每隔十分钟",
 # "前二十分钟", "提前十分钟").
 _PART_BEFORE = re.compile(r"(?:剩|每|隔|前|头|最后)\S{0,2}$|[上下这那哪]$")   # and 下一集, 这一步: which, not how many
@@ -344,8 +345,10 @@ def quantities(text: str) -> list[Quantity]:
             continue
         lo, hi = value
         unit = m.group(3)
-        if unit in ("个半小时",):
+        if unit == "个半小时":
             lo, hi, kind = (lo + 0.5) * 60, (hi + 0.5) * 60, "minutes"
+        elif unit == "个多小时":   # 一个多小时: more than an hour, less than two
+            lo, hi, kind = lo * 60 + 1, hi * 60 + 59, "minutes"
         elif unit in ("个小时", "小时"):
             lo, hi, kind = lo * 60, hi * 60, "minutes"
         elif unit == "刻钟":
