@@ -108,7 +108,7 @@ def about_now(text: str, names: Iterable[str] = ()) -> str:
 HOT_FROM_C, COLD_BELOW_C = 26.0, 12.0
 _FEEL_WORDS: dict[str, tuple[re.Pattern[str], Callable[[WorldDay], bool]]] = {
     "热": (re.compile(r"好热|很热|太热|热死|热得|闷热|酷暑|大热天|热浪"), lambda w: w.temp_high_c >= HOT_FROM_C),
-    "冷": (re.compile(r"好冷|很冷|太冷|冷死|冷得|冻得|寒风|天寒|冻手"), lambda w: w.temp_low_c <= COLD_BELOW_C),
+    "冷": (re.compile(r"好冷|很冷|太冷|冷死|冷得|冷飕飕|冻得|寒风|天寒|冻手"), lambda w: w.temp_low_c <= COLD_BELOW_C),
     "蝉": (re.compile(r"蝉鸣|知了|蝉叫"), lambda w: w.season.value == "summer"),
     "萤火虫": (re.compile(r"萤火虫"), lambda w: w.season.value == "summer"),
 }
