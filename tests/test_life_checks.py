@@ -131,12 +131,13 @@ def test_sun_after_rain_the_same_day_needs_a_told_change() -> None:
     assert [f for f in checks.check_weather([first, told, sunny], world) if f.event_id == 2] == []
 
 
-def test_a_friend_called_xiaoyu_a_song_called_qingtian_and_ice_cream_are_no_weather() -> None:
+def test_a_friend_called_xiaoyu_a_song_called_qingtian_ice_cream_and_a_pot_plant_are_no_weather() -> None:
     clear = day_with({"晴"})
     snowless = day_with({"晴", "多云"})
     lines = [line("和小雨打了电话，聊了好久。", clear, "10:00", "10:30", kind="call_friend", id_=1),
              line("单曲循环了《晴天》。", day_with({"小雨"}), "10:00", "10:30", kind="music", id_=2),
-             line("买了一支雪糕。", snowless, "15:00", "15:10", kind="groceries", id_=3)]
+             line("买了一支雪糕。", snowless, "15:00", "15:10", kind="groceries", id_=3),
+             line("给阳台上的太阳花浇了水。", day_with({"小雨"}), "08:00", "08:15", kind="plants", id_=4)]
     assert checks.check_weather(lines, world, names=["小雨"]) == []
     assert words(checks.check_weather(lines[:1], world)) == ["雨"]   # without her cast, the name reads as rain
 

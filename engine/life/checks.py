@@ -207,9 +207,9 @@ def check_sky(lines: Iterable[Line], world: World, names: Iterable[str] = ()) ->
 # --- weather: one state per day --------------------------------------------------------------------------------
 
 # Weather words and the day kinds (engine/life/place.py WEATHERS) they fit. Compounds that name no weather are
-# removed first (雪糕 is ice cream, 谷雨 a solar term, 太阳穴 the temple).
-_NOT_WEATHER = re.compile(r"雪糕|雪碧|雪梨|雪菜|雪莲|雪花酥|滑雪|白雪公主|谷雨|雨水|雨果|雨林|太阳穴|太阳能|晴纶|雾化|"
-                          r"阳光房|阳光玫瑰")
+# removed first (雪糕 is ice cream, 谷雨 a solar term, 太阳穴 the temple, 太阳花 a pot plant).
+_NOT_WEATHER = re.compile(r"雪糕|雪碧|雪梨|雪菜|雪莲|雪花酥|滑雪|白雪公主|谷雨|雨水|雨果|雨林|太阳穴|太阳能|太阳花|太阳镜|"
+                          r"晴纶|雾化|阳光房|阳光玫瑰")
 _WEATHER_WORDS: dict[str, tuple[re.Pattern[str], frozenset[str]]] = {
     "雨": (re.compile(r"雨"), frozenset({"小雨", "大雨"})),
     "雪": (re.compile(r"雪"), frozenset({"雪"})),
