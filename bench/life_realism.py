@@ -19,10 +19,8 @@ import statistics
 import sys
 import tempfile
 import time
-import tomllib
 from collections import Counter
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -68,16 +66,6 @@ def row_of(kind: str) -> str:
     return GROUP_ROW.get(str(group), "other")
 
 
-def people_names() -> list[str]:
-    """Her people's names (a friend called 小雨 is no rain): the cast file when there is one, and the friend slot."""
-    names = list(act.slot_lists().get("friend", []))
-    cast = resources.files("engine") / "data" / "cast.toml"
-    if cast.is_file():
-        members = tomllib.loads(cast.read_text(encoding="utf-8")).get("member", {})
-        names += [str(m["name"]) for m in members.values() if isinstance(m, dict) and "name" in m]
-    return sorted(set(names))
-
-
 def _hm(minutes: float) -> str:
     hours, rest = divmod(round(minutes), 60)
     return f"{hours}:{rest:02d}"
@@ -111,7 +99,7 @@ def run_chart(settings: Settings, birth: str, start: float, days: int, year_days
     daily = report["daily"][:days]
     events_in = [e for e in events if e["ts"] < window_end]
     lines = checks.lines_from_rows(events_in, rows, zone)
-    findings = checks.run_all(lines, world, people_names())
+    findings = checks.run_all(lines, world, checks.people_names())
     timeline = [a for a in report["timeline"] if a["t0"] < window_end]
     out: dict[str, Any] = {"birth": birth, "pillars": report["companion"]["pillars"], "simulate_cpu_s": round(cpu_s, 2),
                            "simulated_days": max(days, year_days), "world": {"city": city, "seed": seed}}

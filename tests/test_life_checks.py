@@ -236,3 +236,12 @@ def test_run_all_reports_every_check_and_rows_become_lines() -> None:
     assert list(found) == list(checks.CHECKS)
     assert [(f.check, f.event_id, f.word) for fs in found.values() for f in fs] == [("season", 7, "桂花")]
     assert all("看到" not in f.why for fs in found.values() for f in fs)   # findings carry no sentence text
+
+
+def test_her_peoples_names_are_read_from_the_data_and_never_read_as_weather() -> None:
+    names = checks.people_names()
+    assert names and all(isinstance(n, str) and n for n in names)
+    clear = day_with({"晴"})
+    calls = [line(f"和{name}打了电话，聊了好久。", clear, "10:00", "10:30", kind="call_friend", id_=i)
+             for i, name in enumerate(names)]
+    assert checks.check_weather(calls, world, names) == []

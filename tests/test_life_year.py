@@ -16,7 +16,6 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from daemon.cli.cmd_simulate import parse_start, simulate
-from engine import activity as act
 from engine.life import checks
 from engine.life.world import WorldDay, world_day
 from engine.settings import Settings
@@ -47,8 +46,7 @@ def test_a_simulated_year_has_no_narration_inconsistency(tmp_path: Path) -> None
         return world_day(date, home, seed)
 
     assert len(events) > 365                                    # she lived and said something every day
-    names = act.slot_lists().get("friend", [])
-    found = checks.run_all(checks.lines_from_rows(events, rows, ZoneInfo(S.life.tz)), world, names)
+    found = checks.run_all(checks.lines_from_rows(events, rows, ZoneInfo(S.life.tz)), world, checks.people_names())
     counts = Counter({name: len(f) for name, f in found.items() if f})
     first = [(f.check, f.event_id, f.word) for fs in found.values() for f in fs[:3]]
     assert not counts, f"findings per check {dict(counts)}, first ids {first}"

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import tomllib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from engine.life.season import sights
@@ -478,6 +480,19 @@ def run_all(lines: Sequence[Line], world: World, names: Iterable[str] = ()) -> d
     return {"season": check_season(lines, world, people), "sky": check_sky(lines, world, people),
             "weather": check_weather(lines, world, people), "numbers": check_numbers(lines),
             "endings": check_endings(lines)}
+
+
+def people_names() -> list[str]:
+    """Her people's names, so that a friend called 小雨 is no rain: the cast file when there is one, and the
+    catalogue's friend slot (engine/data)."""
+    from engine.activity import slot_lists
+
+    names = list(slot_lists().get("friend", []))
+    cast = resources.files("engine") / "data" / "cast.toml"
+    if cast.is_file():
+        members = tomllib.loads(cast.read_text(encoding="utf-8")).get("member", {})
+        names += [str(m["name"]) for m in members.values() if isinstance(m, dict) and "name" in m]
+    return sorted(set(names))
 
 
 def lines_from_rows(events: Iterable[Mapping[str, Any]], activities: Iterable[Mapping[str, Any]],
