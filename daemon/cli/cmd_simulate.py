@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -120,14 +121,15 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
         day_end = t + 86400.0
         with transaction(conn):
             while t < stop and t < day_end:
-                due = _next_end(conn)
+                cur = life_store.current_activity(conn)
+                due = _next_end(cur)
                 quiet = []
                 # The last beat is always a real step, so the stored state ends at `stop` as before.
                 while t < day_end and (beat := min(stop, t + step_s)) < min(due, stop):
                     quiet.append(beat)
                     t = beat
-                if quiet:
-                    _quiet_beats(conn, settings, persona, quiet)
+                if quiet and cur is not None:
+                    _quiet_beats(conn, settings, persona, cur["kind"], quiet)
                 if t < stop and t < day_end:
                     t = min(stop, t + step_s)
                     step_inner(conn, settings, persona, t, controls)
@@ -138,19 +140,18 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
     return trace
 
 
-def _next_end(conn: Any) -> float:
-    """When her current activity is due to end; a beat before it has no transition to make.
+def _next_end(cur: dict[str, Any] | None) -> float:
+    """When her current activity `cur` is due to end; a beat before it has no transition to make.
 
     A chat ends by quiet time, not by its expected end, and a missing activity needs a re-plan: both are
     due at once (every beat is a real step), which a simulation without chats never meets.
     """
-    cur = life_store.current_activity(conn)
     if cur is None or cur["kind"] == "chat":
         return -math.inf
     return float(cur["expected_end"])
 
 
-def _quiet_beats(conn: Any, settings: Settings, persona: Persona, beats: list[float]) -> None:
+def _quiet_beats(conn: Any, settings: Settings, persona: Persona, kind: str, beats: list[float]) -> None:
     """What step_inner does at beats with no transition: advance mood and energy, sample the trace; state unsaved.
 
     The one place the simulator reaches past step_inner into the day machine, through its own two calls
@@ -158,23 +159,28 @@ def _quiet_beats(conn: Any, settings: Settings, persona: Persona, beats: list[fl
     engine/day.py (DayState) into engine/life (machine.advance, record.trace); both are served here, found by
     name so that either tree type-checks.
     """
-    cur = life_store.current_activity(conn)
-    if cur is None:
-        return
-    kind = cur["kind"]
     spec = act.catalogue()[kind]
-    if importlib.util.find_spec("engine.life.machine") is None:   # the day machine of engine/day.py
+    modules = _life_machine()
+    if modules is None:   # the day machine of engine/day.py
         life, _ = importlib.import_module("engine.day").load_day(conn, settings, persona, beats[0])
         for beat in beats:
             life.advance(beat, spec)
             life.trace(beat, kind)
         return
-    machine, record = importlib.import_module("engine.life.machine"), importlib.import_module("engine.life.record")
+    machine, record = modules
     ctx = machine.context(settings, persona)
     state, _ = record.load_day(conn, ctx, beats[0])
     for beat in beats:
         state = machine.advance(ctx, state, beat, spec)
         state = record.trace(conn, ctx, state, beat, kind)
+
+
+@cache
+def _life_machine() -> tuple[Any, Any] | None:
+    """engine.life's machine and record modules when the tree has them (looked up once: a miss costs a path scan)."""
+    if importlib.util.find_spec("engine.life.machine") is None:
+        return None
+    return importlib.import_module("engine.life.machine"), importlib.import_module("engine.life.record")
 
 
 def _backup(conn: Any, target: Path) -> None:
