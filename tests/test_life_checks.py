@@ -13,7 +13,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from engine.life import checks
-from engine.life.checks import Line, parse_number, quantities
+from engine.life.checks import Line
+from engine.life.numerals import parse_number, quantities
 from engine.life.world import WorldDay, world_day
 
 ZONE = ZoneInfo("Asia/Shanghai")
