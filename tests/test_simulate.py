@@ -100,3 +100,12 @@ def test_life_events_are_concrete_chinese_and_untold() -> None:
     assert len(texts) > 20
     assert all("{" not in t for t in texts)
     assert any("《" in t for t in texts)
+
+
+def test_her_life_does_not_depend_on_the_simulation_beat() -> None:
+    """Transitions happen at their exact ends and mood and energy are closed-form: the beat only samples the trace."""
+    fine = simulate(S, days=3, start=START, birth=BIRTH_A, name="小安", step_s=300.0)
+    coarse = simulate(S, days=3, start=START, birth=BIRTH_A, name="小安", step_s=3600.0)
+    assert fine["timeline"] == coarse["timeline"]
+    assert fine["life_events"] == coarse["life_events"]
+    assert [d["sleep_start"] for d in fine["daily"]] == [d["sleep_start"] for d in coarse["daily"]]
