@@ -27,6 +27,7 @@ START = 1_736_100_000.0  # 2025-01-06 02:00 +08:00; fixed so runs compare
 
 def tick_cost(ticks: int, interval_s: float) -> dict[str, float]:
     from engine.companion import create_companion
+    from engine.control import Switches
     from engine.inner import resume_after_gap, step_inner
     from engine.persona import persona_of_companion
     from engine.settings import Settings
@@ -40,13 +41,13 @@ def tick_cost(ticks: int, interval_s: float) -> dict[str, float]:
                                      place=None, sect=2, now=START)
         persona = persona_of_companion(companion)
         resume_after_gap(conn, settings, persona, None, START)
-        controls = {"heartbeat": True, "life": True}
+        switches = Switches.defaults()
         costs, cpu, transitions = [], [], 0
         t = START
         for _ in range(ticks):
             t += interval_s
             began, began_cpu = time.perf_counter_ns(), time.thread_time_ns()
-            result = step_inner(conn, settings, persona, t, controls)
+            result = step_inner(conn, settings, persona, t, switches)
             cpu.append((time.thread_time_ns() - began_cpu) / 1e6)
             costs.append((time.perf_counter_ns() - began) / 1e6)
             transitions += result["transitions"]

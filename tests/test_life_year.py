@@ -28,7 +28,6 @@ BIRTH = ("1990-08-15 08:30", "Asia/Shanghai", 2)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="until the narration rewrite lands")
 def test_a_simulated_year_has_no_narration_inconsistency(tmp_path: Path) -> None:
     kept = tmp_path / "year.db"
     simulate(S, days=365, start=START, birth=BIRTH, name="小安", step_s=3600.0, keep=str(kept))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import importlib.util
 import json
 import math
@@ -19,13 +18,14 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from daemon.cli.env import CliEnv
 from engine import activity as act
+from engine.control import Switches
 from engine.errors import ConfigError, InputError, StoreError
+from engine.life import machine, record
 from engine.persona import Persona, describe_persona, persona_of_companion
 from engine.settings import Settings
 from engine.store import connect, migrate, transaction
@@ -114,7 +114,7 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
     """
     from engine.inner import step_inner
 
-    controls = {"heartbeat": True, "life": True}
+    switches = Switches.defaults()   # a simulation runs with every switch on
     trace: list[dict[str, Any]] = []
     t = read_to = start
     while t < stop:
@@ -132,7 +132,7 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
                     _quiet_beats(conn, settings, persona, cur["kind"], quiet)
                 if t < stop and t < day_end:
                     t = min(stop, t + step_s)
-                    step_inner(conn, settings, persona, t, controls)
+                    step_inner(conn, settings, persona, t, switches)
         # The means come from the run's own samples, read as it goes (a day at a time), so
         # no retention rule of the engine can take a day's points away before they count.
         trace += life_store.trace(conn, read_to, t + 1e-6)
@@ -155,32 +155,12 @@ def _quiet_beats(conn: Any, settings: Settings, persona: Persona, kind: str, bea
     """What step_inner does at beats with no transition: advance mood and energy, sample the trace; state unsaved.
 
     The one place the simulator reaches past step_inner into the day machine, through its own two calls
-    (advance, trace), so the samples are exactly the ones a beat-by-beat run writes. The machine moves from
-    engine/day.py (DayState) into engine/life (machine.advance, record.trace); both are served here, found by
-    name so that either tree type-checks.
+    (machine.advance, record.trace), so the samples are exactly the ones a beat-by-beat run writes.
     """
     spec = act.catalogue()[kind]
-    modules = _life_machine()
-    if modules is None:   # the day machine of engine/day.py
-        life, _ = importlib.import_module("engine.day").load_day(conn, settings, persona, beats[0])
-        for beat in beats:
-            life.advance(beat, spec)
-            life.trace(beat, kind)
-        return
-    machine, record = modules
     ctx = machine.context(settings, persona)
     state, _ = record.load_day(conn, ctx, beats[0])
-    for beat in beats:
-        state = machine.advance(ctx, state, beat, spec)
-        state = record.trace(conn, ctx, state, beat, kind)
-
-
-@cache
-def _life_machine() -> tuple[Any, Any] | None:
-    """engine.life's machine and record modules when the tree has them (looked up once: a miss costs a path scan)."""
-    if importlib.util.find_spec("engine.life.machine") is None:
-        return None
-    return importlib.import_module("engine.life.machine"), importlib.import_module("engine.life.record")
+    record.sample_quiet(conn, ctx, state, beats, spec, kind)
 
 
 def _backup(conn: Any, target: Path) -> None:

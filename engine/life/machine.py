@@ -300,8 +300,8 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
                   with_whom=Companion(member.id, member.name, member.relation) if member else None,
                   place=cur["detail"].get("place"), valence=mood_model.values(state.mood, ctx.mp)[0],
                   remaining_s=remaining_s)
-    text, story = narrate(scene, StoryState.from_dict(state.story), state.seed_key)
-    return text, story.to_dict()
+    text, story = narrate(scene, StoryState.adopt(state.story), state.seed_key)
+    return text, story.data
 
 
 def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[dict[str, Any]], mood_on: bool,

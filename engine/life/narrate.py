@@ -59,9 +59,15 @@ class StoryState:
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> StoryState:
         """The state saved by to_dict; a wrong shape is an InputError naming the key (unknown keys are kept)."""
+        return cls.adopt(copy.deepcopy(raw))
+
+    @classmethod
+    def adopt(cls, raw: dict[str, Any] | None) -> StoryState:
+        """Like from_dict, without the copy: for the day machine, whose saved state is never changed in place
+        (a frozen LifeState; narrate and story.py copy before they write), so a sentence costs no deep copy."""
         if raw is not None and not isinstance(raw, dict):
             raise InputError(f"story state must be a JSON object, got {type(raw).__name__}")
-        data = copy.deepcopy(raw or {})
+        data = raw or {}
         for key, value in data.items():
             wanted = _STATE_SHAPES.get(key)
             if wanted is not None and (not isinstance(value, wanted) or isinstance(value, bool)):

@@ -11,8 +11,10 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from engine import energy as energy_model
 from engine import mood as mood_model
 from engine.errors import StoreError
+from engine.life.catalogue import ActivitySpec
 from engine.life.machine import (
     STATE_VERSION,
     CloseSuspended,
@@ -23,6 +25,7 @@ from engine.life.machine import (
     LifeState,
     StartActivity,
     energy_level,
+    energy_params,
     fresh_state,
 )
 from engine.store import life as store
@@ -128,3 +131,35 @@ def trace(conn: Any, ctx: LifeContext, state: LifeState, now: float, kind: str |
         store.prune_trace(conn, now - ctx.settings.life.trace_retention_days * 86400.0)
         state = replace(state, last_prune_at=now)
     return state
+
+
+def sample_quiet(conn: Any, ctx: LifeContext, state: LifeState, beats: list[float], spec: ActivitySpec | None,
+                 kind: str | None) -> LifeState:
+    """Beats at which nothing ends: machine.advance and trace at each, as a beat-by-beat run does, same numbers.
+
+    A simulated year has ~100k such beats; stepping locals instead of building a LifeState per beat, and
+    writing the points in one call per prune interval, is most of what makes a year fit in seconds.
+    """
+    mood, energy = state.mood, state.energy
+    last_trace, last_prune = state.last_trace_at, state.last_prune_at
+    asleep = spec.asleep if spec else energy.asleep
+    rate = spec.rate if spec else 1.0
+    interval = ctx.settings.life.trace_interval_s
+    rows: list[tuple[float, float, float, float, float, str | None]] = []
+    for beat in beats:
+        ep = energy_params(ctx.settings, ctx.persona, beat)
+        mood = mood_model.relax(mood, beat, ctx.mp)
+        energy = energy_model.step(energy, beat, ep, asleep=asleep, rate=rate)
+        bucket = math.floor(beat / interval) * interval
+        if bucket <= last_trace:
+            continue
+        v, a, d = mood_model.values(mood, ctx.mp)
+        rows.append((bucket, round(v, 6), round(a, 6), round(d, 6), round(energy_model.level(energy, ep), 6), kind))
+        last_trace = bucket
+        if beat - last_prune >= PRUNE_EVERY_S:
+            store.put_trace_points(conn, rows)
+            rows = []
+            store.prune_trace(conn, beat - ctx.settings.life.trace_retention_days * 86400.0)
+            last_prune = beat
+    store.put_trace_points(conn, rows)
+    return replace(state, mood=mood, energy=energy, last_trace_at=last_trace, last_prune_at=last_prune)

@@ -85,6 +85,12 @@ def put_trace_point(conn: Any, ts: float, v: float, a: float, d: float, e: float
     conn.execute(q("life_put_trace_point"), {"ts": ts, "v": v, "a": a, "d": d, "e": e, "activity": activity})
 
 
+def put_trace_points(conn: Any, rows: list[tuple[float, float, float, float, float, str | None]]) -> None:
+    """Many trace points (ts, v, a, d, e, activity) in one call: a simulated quiet stretch writes hundreds."""
+    conn.executemany(q("life_put_trace_point"),
+                     [{"ts": ts, "v": v, "a": a, "d": d, "e": e, "activity": kind} for ts, v, a, d, e, kind in rows])
+
+
 def prune_trace(conn: Any, before: float) -> int:
     return int(conn.execute(q("life_prune_trace"), {"before": before}).rowcount)
 
