@@ -126,8 +126,10 @@ def step(energy: Energy, now: float, params: EnergyParams, *, asleep: bool, rate
     dt = now - energy.at
     if dt <= 0:
         return energy
-    switched = switch(energy, asleep=asleep)
-    return replace(switched, s=step_s(energy.s, dt, asleep, params, rate), at=now)
+    sw = switch(energy, asleep=asleep)
+    # Built directly, not with dataclasses.replace: this runs at every heartbeat and every simulated beat.
+    return Energy(s=step_s(energy.s, dt, asleep, params, rate), asleep=sw.asleep, woke_at=sw.woke_at, at=now,
+                  slept_at=sw.slept_at, debt_h=sw.debt_h)
 
 
 def switch(energy: Energy, *, asleep: bool) -> Energy:
