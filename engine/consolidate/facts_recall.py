@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.store import facts as fact_store
-from engine.store.connect import database_file
+from engine.store.caches import FileCache, file_cache
 
 
 @dataclass(frozen=True)
@@ -88,14 +88,9 @@ class FactMatrix:
     vectors: np.ndarray = field(repr=False)  # (n, dim) float32
 
 
-# Database -> its matrix. Recall runs on one DB thread per daemon; a small dict is all the state needed.
-_MATRICES: dict[tuple[str, int], FactMatrix] = {}
-_MAX_CACHED = 8
+# One matrix per database file and dimension, owned by engine/store/caches.py (file identity + fingerprint).
+_MATRICES: FileCache[FactMatrix] = file_cache("fact_matrix")
 LOADS = {"count": 0}  # how many times the matrix was (re)built: for tests and the bench
-
-
-def _db_key(conn: Any) -> str:
-    return database_file(conn) or f"memory:{id(conn)}"
 
 
 def fact_matrix(conn: Any, dim: int) -> FactMatrix:
@@ -105,10 +100,10 @@ def fact_matrix(conn: Any, dim: int) -> FactMatrix:
     valid_to catch every change that matters to recall; evidence (changed by merges) is re-read per hit.
     """
     version = fact_store.facts_fingerprint(conn)
-    key = (_db_key(conn), dim)
-    cached = _MATRICES.get(key)
-    if cached is not None and cached.version == version:
-        return cached
+    return _MATRICES.get(conn, dim, version, lambda: _load_matrix(conn, dim, version))
+
+
+def _load_matrix(conn: Any, dim: int, version: tuple[Any, ...]) -> FactMatrix:
     LOADS["count"] += 1
     ids, starts, ends, blobs = [], [], [], []
     for row in fact_store.fact_vectors(conn):
@@ -120,12 +115,8 @@ def fact_matrix(conn: Any, dim: int) -> FactMatrix:
         blobs.append(row["embedding"])
     vectors = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim) if blobs
                else np.zeros((0, dim), dtype=np.float32))
-    matrix = FactMatrix(version, np.asarray(ids, dtype=np.int64), np.asarray(starts, dtype=np.float64),
-                        np.asarray(ends, dtype=np.float64), vectors)
-    if key not in _MATRICES and len(_MATRICES) >= _MAX_CACHED:
-        _MATRICES.pop(next(iter(_MATRICES)))
-    _MATRICES[key] = matrix
-    return matrix
+    return FactMatrix(version, np.asarray(ids, dtype=np.int64), np.asarray(starts, dtype=np.float64),
+                      np.asarray(ends, dtype=np.float64), vectors)
 
 
 def fact_hits(conn: Any, query_embedding: Any, query_text: str, *, k: int, now: float,
