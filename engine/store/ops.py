@@ -34,6 +34,7 @@ def clock_steps_since(conn: Any, after_event_id: int) -> list[dict[str, Any]]:
 
 
 def quote_identifier(name: str) -> str:
+    """`name` as an SQL identifier (double quotes, inner quotes doubled)."""
     return '"' + name.replace('"', '""') + '"'
 
 
