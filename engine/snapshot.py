@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import DamagedStoreError, InputError, StoreError
+from engine.store import ops
 from engine.store.connect import connect, sqlite_module
 from engine.store.core import log_event
 from engine.store.lock import DaemonLock, real_path
 from engine.store.migrate import check_not_newer, code_schema_version, db_schema_version
-from engine.store.queries import q
 
 MANIFEST_FORMAT = 1
 SNAPSHOT_MODE = 0o640  # like the database (engine.store.connect.DB_FILE_MODE): her chats are not world-readable
@@ -45,26 +45,9 @@ def manifest_path(snapshot: Path) -> Path:
 # ---------------------------------------------------------------- hashing
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def hashed_tables(conn: Any) -> list[str]:
     """Every ordinary table (shadow tables of FTS5/vec0 included), virtual tables and sqlite_* excluded."""
-    rows = conn.execute(q("snapshot_tables")).fetchall()
-    return [r[0] for r in rows if not (r[1] or "").lstrip().upper().startswith("CREATE VIRTUAL TABLE")]
-
-
-def _order_by(conn: Any, table: str) -> str:
-    info = conn.execute(q("snapshot_table_columns"), {"table": table}).fetchall()
-    pk = sorted((r[5], r[1]) for r in info if r[5])
-    without_rowid = conn.execute(q("snapshot_table_sql"), {"name": table}).fetchone()[0].upper().replace(
-        " ", "").endswith("WITHOUTROWID")
-    if pk:
-        return ", ".join(_quote(name) for _, name in pk)
-    if without_rowid:
-        return ", ".join(_quote(r[1]) for r in info)
-    return "rowid"
+    return ops.ordinary_tables(conn)
 
 
 def _feed(digest: Any, value: Any) -> None:
@@ -85,10 +68,7 @@ def _feed(digest: Any, value: Any) -> None:
 def table_digest(conn: Any, table: str) -> dict[str, Any]:
     digest = hashlib.sha256()
     count = 0
-    # The one composed statement: a table name and its key columns cannot be bound parameters; both come
-    # from the file's own catalogue (sqlite_master, pragma_table_info) and are quoted as identifiers.
-    cursor = conn.execute(f"SELECT * FROM {_quote(table)} ORDER BY {_order_by(conn, table)}")
-    for row in cursor:
+    for row in ops.rows_by_key(conn, table):
         count += 1
         digest.update(b"R")
         for value in tuple(row):
@@ -109,27 +89,15 @@ def file_sha256(path: Path) -> str:
 
 
 def integrity(conn: Any) -> str:
-    rows = conn.execute(q("integrity_check")).fetchall()
-    return "; ".join(str(r[0]) for r in rows)[:500]
+    return "; ".join(ops.integrity_problems(conn))[:500]
 
 
 # ---------------------------------------------------------------- summary (what is in it)
 
 
-def _counts(conn: Any, sql: str, defaults: dict[str, Any]) -> dict[str, Any]:
-    """One summary row as a dict; `defaults` when the table is missing (an older schema) or a value is NULL."""
-    try:
-        row = conn.execute(sql).fetchone()
-    except Exception:  # a table this schema version lacks
-        return dict(defaults)
-    if row is None:
-        return dict(defaults)
-    return {key: default if row[key] is None else row[key] for key, default in defaults.items()}
-
-
 def summary(conn: Any) -> dict[str, Any]:
     """What the file holds, for people: her, her chart, chats, memories, facts, relations, life, mood."""
-    companion = conn.execute(q("snapshot_companion")).fetchone()
+    companion = ops.companion_label(conn)
     who = None
     if companion is not None:
         chart = json.loads(companion[4] or "{}")
@@ -137,15 +105,15 @@ def summary(conn: Any) -> dict[str, Any]:
                "birth_place": companion[3],
                "chart": {"pillars": chart.get("pillars"), "day_master": chart.get("day_master"),
                          "day_master_element": chart.get("day_master_element"), "elements": chart.get("elements")}}
-    mood_json = _counts(conn, q("snapshot_mood"), {"state_json": None})["state_json"]
-    activity = conn.execute(q("snapshot_activity")).fetchone()
-    life = _counts(conn, q("snapshot_life"), {"events": 0, "told": 0, "last_ts": None})
+    mood_json = ops.mood_json(conn)
+    activity = ops.current_activity_label(conn)
+    life = ops.life_counts(conn)
     return {
         "companion": who,
-        "chats": _counts(conn, q("snapshot_chats"), {"messages": 0, "turns": 0, "last_ts": None}),
-        "memories": _counts(conn, q("snapshot_memories"), {"episodic": 0, "unconsolidated": 0}),
-        "facts": _counts(conn, q("snapshot_facts"), {"active": 0, "all": 0}),
-        "relations": _counts(conn, q("snapshot_relations"), {"active": 0, "all": 0}),
+        "chats": ops.chat_counts(conn),
+        "memories": ops.memory_counts(conn),
+        "facts": ops.fact_counts(conn),
+        "relations": ops.relation_counts(conn),
         # Counts only: her untold life is private even from this file's label.
         "life": {**life,
                  "current_activity": None if activity is None else {"kind": activity[0], "label": activity[1],
@@ -257,7 +225,7 @@ def export(source: Path, dest: Path, now: float, *, overwrite: bool = False) -> 
             # pages=-1: the whole database in ONE step, i.e. one read transaction: a consistent
             # snapshot even while the daemon commits (stepwise backups restart on every write).
             src.backup(out, pages=-1)
-            out.execute(q("journal_mode_delete"))  # one self-contained file, no -wal beside it
+            ops.use_rollback_journal(out)  # one self-contained file, no -wal beside it
         finally:
             out.close()
     finally:
@@ -374,9 +342,9 @@ def _record_restore(partial: Path, now: float, snapshot_sha256: str) -> None:
     """
     conn = sqlite_module().connect(str(partial), isolation_level=None)
     try:
-        conn.execute(q("journal_mode_delete"))
+        ops.use_rollback_journal(conn)
         log_event(conn, now, "restore", actor="cli", snapshot_sha256=snapshot_sha256)
-        conn.execute(q("journal_mode_wal"))
+        ops.use_wal(conn)
     finally:
         conn.close()
     for suffix in ("-wal", "-shm", "-journal"):

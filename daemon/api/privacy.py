@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.store.queries import q
+from engine.store import share as share_store
 
 PREFIX_CHARS = 16  # a truncated copy of at least this many leading characters still counts as a leak
 MIN_SCAN_CHARS = 4  # shorter texts ("散步") are matched only as whole JSON string values
@@ -66,28 +66,23 @@ def _escaped(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
-def untold_fingerprint(conn: Any) -> tuple[Any, ...]:
-    row = conn.execute(q("untold_fingerprint")).fetchone()
-    return (row[0], row[1], row[2])
-
-
 def load_untold(conn: Any, index: UntoldIndex) -> UntoldIndex:
     """Refresh `index` from the database when the untold set changed (runs on the DB thread)."""
-    fingerprint = untold_fingerprint(conn)
+    fingerprint = share_store.untold_fingerprint(conn)
     if fingerprint == index.fingerprint:
         return index
     needles: list[tuple[int, str]] = []
     exact: dict[str, int] = {}
-    for row in conn.execute(q("untold_texts")):
-        text = row["text"].strip()
+    for event_id, raw in share_store.untold_texts(conn):
+        text = raw.strip()
         if not text:
             continue
         if len(text) < MIN_SCAN_CHARS:
-            exact[text] = row["id"]
+            exact[text] = event_id
             continue
-        needles.append((row["id"], _escaped(text)))
+        needles.append((event_id, _escaped(text)))
         if len(text) > PREFIX_CHARS:
-            needles.append((row["id"], _escaped(text[:PREFIX_CHARS])))
+            needles.append((event_id, _escaped(text[:PREFIX_CHARS])))
     return UntoldIndex(fingerprint, needles, exact)
 
 
@@ -137,8 +132,4 @@ def find_leaks(body: Any, index: UntoldIndex, *, allow_offer_text: bool = False,
 
 def said_in_chat(conn: Any, life_event_ids: list[int]) -> bool:
     """True when every hit's text (or its leading part) was already said in a recorded chat message."""
-    for event_id in life_event_ids:
-        row = conn.execute(q("life_text_in_chat"), {"id": event_id, "prefix_chars": PREFIX_CHARS}).fetchone()
-        if row is None or not row[0]:
-            return False
-    return True
+    return all(share_store.said_in_chat(conn, event_id, PREFIX_CHARS) for event_id in life_event_ids)

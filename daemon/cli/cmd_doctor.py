@@ -24,7 +24,7 @@ from daemon.cli.env import CliEnv
 from engine.store import code_schema_version, connect, db_schema_version
 from engine.store.core import daemon_state, events
 from engine.store.lock import is_locked
-from engine.store.queries import q
+from engine.store.ops import clock_steps_since, quick_check
 
 UNIT_DIRS = (Path("/etc/systemd/system"), Path("/usr/lib/systemd/system"), Path("/lib/systemd/system"))
 Check = dict[str, str]
@@ -137,7 +137,7 @@ def _database_checks(conn: Any, env: CliEnv, running: bool) -> list[Check]:
     else:
         out.append(_check("schema", "ok", f"version {have}"))
     try:
-        rows = [r[0] for r in conn.execute(q("quick_check"))]
+        rows = quick_check(conn)
     except Exception as exc:  # too damaged even to check (e.g. "database disk image is malformed")
         rows = [f"{type(exc).__name__}: {exc}"]
     out.append(_check("integrity", "ok", "quick_check ok") if rows == ["ok"] else
@@ -170,7 +170,7 @@ def _clock(conn: Any, env: CliEnv) -> Check:
     state = daemon_state(conn) or {}
     starts = events(conn, "start")
     after = starts[-1]["id"] if starts else 0
-    steps = [dict(r) for r in conn.execute(q("clock_events_since"), {"after_id": after})]
+    steps = clock_steps_since(conn, after)
     last_wall = state.get("last_beat_wall")
     wall = time.time()
     notes = []
@@ -180,8 +180,7 @@ def _clock(conn: Any, env: CliEnv) -> Check:
         notes.append(f"the last beat is {last_wall - wall:.0f} s in the future: the wall clock was set back")
     if steps:
         status = "warn"
-        sizes = [json.loads(s["detail_json"]).get("step_s", -json.loads(s["detail_json"]).get("seconds", 0))
-                 for s in steps]
+        sizes = [s["detail"].get("step_s", -s["detail"].get("seconds", 0)) for s in steps]
         notes.append(f"{len(steps)} wall-clock step(s) since the last start (s: {', '.join(f'{x:+.0f}' for x in sizes)})")
     return _check("clock", status, "; ".join(notes) or "the wall clock agrees with her last beat")
 

@@ -8,7 +8,6 @@ run are mapped to their real ids as they are inserted.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +16,7 @@ import numpy as np
 
 from engine.consolidate.ledger import Retire, stored_or_new_id
 from engine.errors import ConflictError
-from engine.store.queries import q
+from engine.store import facts as fact_store
 
 
 @dataclass(frozen=True)
@@ -55,36 +54,28 @@ def apply_steps(conn: Any, steps: Sequence[Step], now: float, model_name: str,
     ids: dict[str, int] = {}
     for step in steps:
         if isinstance(step, AddFact):
-            fact_id = conn.execute(q("insert_fact"), {
-                "subject": step.subject, "key": step.key, "statement": step.statement,
-                "valid_from": step.valid_from, "valid_to": None, "recorded_at": now, "superseded_by": None,
-                "evidence_json": json.dumps(list(step.evidence)), "importance": step.importance,
-                "origin": step.origin}).fetchone()[0]
-            ids[step.eid] = int(fact_id)
-            conn.execute(q("insert_fact_vec"), {"fact_id": fact_id, "model": model_name,
-                                                "embedding": np.asarray(step.vector, dtype=np.float32).tobytes()})
+            fact_id = fact_store.insert_fact(
+                conn, subject=step.subject, key=step.key, statement=step.statement, valid_from=step.valid_from,
+                recorded_at=now, evidence=step.evidence, importance=step.importance, origin=step.origin)
+            ids[step.eid] = fact_id
+            fact_store.write_fact_vector(conn, fact_id, model_name, np.asarray(step.vector, dtype=np.float32).tobytes())
         elif isinstance(step, MergeInto):
             fact_id = fact_id_of(step.eid, ids)
-            row = conn.execute(q("fact_evidence"), {"id": fact_id}).fetchone()
-            if row is None:
+            evidence = fact_store.fact_evidence(conn, fact_id)
+            if evidence is None:
                 raise ConflictError(f"fact {fact_id} vanished during consolidation")
-            merged = sorted(set(json.loads(row[0])) | set(step.evidence))
-            cursor = conn.execute(q("merge_into_fact"), {"id": fact_id, "evidence_json": json.dumps(merged),
-                                                         "importance": step.importance})
-            if cursor.rowcount != 1:
+            merged = sorted(set(evidence) | set(step.evidence))
+            if not fact_store.merge_into_fact(conn, fact_id, merged, step.importance):
                 raise ConflictError(f"fact {fact_id} is no longer active; consolidation will retry")
         else:
             fact_id = fact_id_of(step.eid, ids)
             if step.by is None:
                 raise ConflictError(f"fact {fact_id}: a fact ends only when a newer one supersedes it")
-            cursor = conn.execute(q("retire_fact"), {"id": fact_id, "valid_to": step.valid_to,
-                                                     "superseded_by": fact_id_of(step.by, ids)})
-            if cursor.rowcount != 1:
+            if not fact_store.retire_fact(conn, fact_id, step.valid_to, fact_id_of(step.by, ids)):
                 raise ConflictError(f"fact {fact_id} is no longer active; consolidation will retry")
         if pause is not None:
             pause()
     for step in steps:
         if isinstance(step, AddFact) and step.closed_by is not None:
-            conn.execute(q("close_new_fact"), {"id": ids[step.eid], "valid_to": step.closed_at,
-                                               "superseded_by": fact_id_of(step.closed_by, ids)})
+            fact_store.close_new_fact(conn, ids[step.eid], step.closed_at, fact_id_of(step.closed_by, ids))
     return ids

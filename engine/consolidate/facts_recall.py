@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.store.connect import database_file
-from engine.store.queries import q
+from engine.store import facts as fact_store
+from engine.store.caches import FileCache, file_cache
 
 
 @dataclass(frozen=True)
@@ -48,14 +48,12 @@ class FactHit:
 
 
 def facts_rows(conn: Any, as_of: float | None = None) -> list[Any]:
-    if as_of is None:
-        return list(conn.execute(q("active_facts")).fetchall())
-    return list(conn.execute(q("facts_as_of"), {"as_of": as_of}).fetchall())
+    return fact_store.active_facts(conn) if as_of is None else fact_store.facts_as_of(conn, as_of)
 
 
 def list_facts(conn: Any, as_of: float | None = None, include_history: bool = False) -> list[dict[str, Any]]:
     """Active facts (or those true at `as_of`); with include_history, every fact ever written."""
-    rows = conn.execute(q("all_facts")).fetchall() if include_history else facts_rows(conn, as_of)
+    rows = fact_store.all_facts(conn) if include_history else facts_rows(conn, as_of)
     out = []
     for row in rows:
         out.append({"id": row["id"], "subject": row["subject"], "key": row["key"], "statement": row["statement"],
@@ -69,12 +67,12 @@ def evidence_turns(conn: Any, memory_ids: list[int]) -> list[dict[str, Any]]:
     """Re-read each evidence memory's whole source turn (both sides) from chat_message."""
     turns = []
     seen: set[str] = set()
-    for row in conn.execute(q("fact_evidence_turns"), {"ids": json.dumps(memory_ids)}):
+    for row in fact_store.evidence_episodes(conn, memory_ids):
         if row["source"] != "chat" or not row["turn_id"] or row["turn_id"] in seen:
             continue
         seen.add(row["turn_id"])
         messages = [{"role": m["role"], "text": m["text"], "ts": m["ts_iso"]}
-                    for m in conn.execute(q("evidence_messages"), {"turn_id": row["turn_id"]})]
+                    for m in fact_store.evidence_messages(conn, row["turn_id"])]
         turns.append({"turn_id": row["turn_id"], "messages": messages})
     return turns
 
@@ -90,14 +88,9 @@ class FactMatrix:
     vectors: np.ndarray = field(repr=False)  # (n, dim) float32
 
 
-# Database -> its matrix. Recall runs on one DB thread per daemon; a small dict is all the state needed.
-_MATRICES: dict[tuple[str, int], FactMatrix] = {}
-_MAX_CACHED = 8
+# One matrix per database file and dimension, owned by engine/store/caches.py (file identity + fingerprint).
+_MATRICES: FileCache[FactMatrix] = file_cache("fact_matrix")
 LOADS = {"count": 0}  # how many times the matrix was (re)built: for tests and the bench
-
-
-def _db_key(conn: Any) -> str:
-    return database_file(conn) or f"memory:{id(conn)}"
 
 
 def fact_matrix(conn: Any, dim: int) -> FactMatrix:
@@ -106,15 +99,14 @@ def fact_matrix(conn: Any, dim: int) -> FactMatrix:
     Facts are append-only and change only by closing valid_to, so counts, max(id) and the sum of
     valid_to catch every change that matters to recall; evidence (changed by merges) is re-read per hit.
     """
-    # A forget deletes or rewrites facts (ids may be reused): its generation is part of the fingerprint.
-    version = (*conn.execute(q("facts_version")).fetchone(), conn.execute(q("forget_generation")).fetchone()[0])
-    key = (_db_key(conn), dim)
-    cached = _MATRICES.get(key)
-    if cached is not None and cached.version == version:
-        return cached
+    version = fact_store.facts_fingerprint(conn)
+    return _MATRICES.get(conn, dim, version, lambda: _load_matrix(conn, dim, version))
+
+
+def _load_matrix(conn: Any, dim: int, version: tuple[Any, ...]) -> FactMatrix:
     LOADS["count"] += 1
     ids, starts, ends, blobs = [], [], [], []
-    for row in conn.execute(q("fact_vectors")):
+    for row in fact_store.fact_vectors(conn):
         if len(row["embedding"]) != 4 * dim:
             continue  # another model's vector: not comparable with this query
         ids.append(row["id"])
@@ -123,12 +115,8 @@ def fact_matrix(conn: Any, dim: int) -> FactMatrix:
         blobs.append(row["embedding"])
     vectors = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim) if blobs
                else np.zeros((0, dim), dtype=np.float32))
-    matrix = FactMatrix(version, np.asarray(ids, dtype=np.int64), np.asarray(starts, dtype=np.float64),
-                        np.asarray(ends, dtype=np.float64), vectors)
-    if key not in _MATRICES and len(_MATRICES) >= _MAX_CACHED:
-        _MATRICES.pop(next(iter(_MATRICES)))
-    _MATRICES[key] = matrix
-    return matrix
+    return FactMatrix(version, np.asarray(ids, dtype=np.int64), np.asarray(starts, dtype=np.float64),
+                      np.asarray(ends, dtype=np.float64), vectors)
 
 
 def fact_hits(conn: Any, query_embedding: Any, query_text: str, *, k: int, now: float,
@@ -157,7 +145,7 @@ def fact_hits(conn: Any, query_embedding: Any, query_text: str, *, k: int, now: 
     # Highest score first; ties by fact id, as the old per-row scan ordered them.
     order = eligible[np.lexsort((matrix.ids[eligible], -scores[eligible]))][:k]
     wanted = [int(matrix.ids[i]) for i in order]
-    rows = {row["id"]: row for row in conn.execute(q("facts_by_ids"), {"ids": json.dumps(wanted)})}
+    rows = fact_store.facts_by_ids(conn, wanted)
     hits: list[FactHit] = []
     said: set[str] = set()
     for index in order:

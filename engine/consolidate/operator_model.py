@@ -18,8 +18,8 @@ from typing import Any
 from engine.consolidate.plan import Candidate, Entry, Operation, Plan
 from engine.consolidate.validate import PlanRejected
 from engine.http_json import EndpointError, post_json
+from engine.store import consolidation as consolidation_store
 from engine.store.connect import transaction
-from engine.store.queries import q
 
 MAX_PRIORS_SENT = 200
 NEAREST_PER_CANDIDATE = 5
@@ -62,8 +62,7 @@ class ModelOperator:
 
     # ---- budget ----
     def usage(self, conn: Any, now: float) -> tuple[int, int]:
-        row = conn.execute(q("get_model_usage"), {"day": _day(now)}).fetchone()
-        return (int(row["calls"]), int(row["tokens"])) if row else (0, 0)
+        return consolidation_store.model_usage(conn, _day(now))
 
     def over_budget(self, conn: Any, now: float) -> str | None:
         calls, tokens = self.usage(conn, now)
@@ -76,7 +75,7 @@ class ModelOperator:
     def _record(self, conn: Any, now: float, tokens: int) -> None:
         # Its own small transaction: money spent stays spent even if the job later rolls back.
         with transaction(conn):
-            conn.execute(q("add_model_usage"), {"day": _day(now), "calls": 1, "tokens": tokens, "now": now})
+            consolidation_store.add_model_usage(conn, _day(now), calls=1, tokens=tokens, now=now)
 
     # ---- the call ----
     def plan(self, conn: Any, candidates: Sequence[Candidate], active: Mapping[str, Entry], now: float) -> Plan:

@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.consolidate.plan import content
 from engine.errors import ConfigError
-from engine.store.queries import q
+from engine.store import relations as relation_store
 
 KINDS = ("ritual", "nickname", "inside_joke", "pattern", "taboo")
 # A phrase she put in quotes: 2-12 characters between matching quote marks.
@@ -166,17 +166,17 @@ def detect(text: str, coined: Iterable[str] = (), catalogue: Sequence[RelRule] |
 def coined_phrases(conn: Any) -> list[tuple[float, str]]:
     """(when she said it, phrase) for every phrase she quoted in a sent, non-echo reply, oldest first."""
     out: list[tuple[float, str]] = []
-    for row in conn.execute(q("companion_quotes")):
+    for row in relation_store.companion_quotes(conn):
         out.extend((float(row["ts"]), phrase) for phrase in quoted_phrases(row["text"]))
     return out
 
 
 def relation_rows(conn: Any, as_of: float | None = None, include_history: bool = False) -> list[Any]:
     if include_history:
-        return list(conn.execute(q("all_relations")).fetchall())
+        return relation_store.all_relations(conn)
     if as_of is None:
-        return list(conn.execute(q("active_relations")).fetchall())
-    return list(conn.execute(q("relations_as_of"), {"as_of": as_of}).fetchall())
+        return relation_store.active_relations(conn)
+    return relation_store.relations_as_of(conn, as_of)
 
 
 def list_relations(conn: Any, as_of: float | None = None, include_history: bool = False) -> list[dict[str, Any]]:
@@ -200,4 +200,4 @@ def relationship_view(conn: Any, limit: int = RELATIONSHIP_LIMIT) -> list[dict[s
     """
     return [{"relation_id": row["id"], "kind": row["kind"], "statement": row["statement"],
              "valid_from": row["valid_from"]}
-            for row in conn.execute(q("relationship_for_reply"), {"limit": limit})]
+            for row in relation_store.relations_for_reply(conn, limit)]

@@ -21,7 +21,7 @@ from engine.consolidate.plan import Operation, Plan, same_fact, sentence_of, sta
 from engine.consolidate.relational import RelMatch, coined_phrases, detect, detect_lifts
 from engine.consolidate.validate import Limits, PlanRejected, retire_allowance
 from engine.errors import ConflictError
-from engine.store.queries import q
+from engine.store import relations as relation_store
 from engine.times import calendar_date
 
 
@@ -102,7 +102,7 @@ def build_rel_candidates(passing: Sequence[Episode], coined: Sequence[tuple[floa
 def load_rel_active(conn: Any, coined_at: Sequence[tuple[float, str]]) -> dict[str, RelEntry]:
     coined = [phrase for _, phrase in coined_at]
     entries = {}
-    for row in conn.execute(q("active_relations")):
+    for row in relation_store.active_relations(conn):
         sentence = sentence_of(row["statement"])
         found = [m for m in detect(sentence, coined) if m.kind == row["kind"]]
         match = found[0] if found else RelMatch(row["kind"], "", "")
@@ -246,25 +246,20 @@ def apply_rel_steps(conn: Any, steps: Sequence[RelStep], now: float) -> dict[str
     ids: dict[str, int] = {}
     for step in steps:
         if isinstance(step, AddRel):
-            ids[step.eid] = int(conn.execute(q("insert_relation"), {
-                "kind": step.kind, "statement": step.statement, "valid_from": step.valid_from, "recorded_at": now,
-                "evidence_json": json.dumps(list(step.evidence))}).fetchone()[0])
+            ids[step.eid] = relation_store.insert_relation(conn, kind=step.kind, statement=step.statement,
+                                                           valid_from=step.valid_from, recorded_at=now,
+                                                           evidence=step.evidence)
         elif isinstance(step, MergeRel):
             rel_id = _id_of(step.eid, ids)
-            row = conn.execute(q("relation_evidence"), {"id": rel_id}).fetchone()
-            merged = sorted(set(json.loads(row[0]) if row else []) | set(step.evidence))
-            if conn.execute(q("merge_into_relation"), {"id": rel_id, "evidence_json": json.dumps(merged)}).rowcount != 1:
+            merged = sorted(set(relation_store.relation_evidence(conn, rel_id) or []) | set(step.evidence))
+            if not relation_store.merge_into_relation(conn, rel_id, merged):
                 raise ConflictError(f"relational entry {rel_id} is no longer active; consolidation will retry")
         else:
             rel_id = _id_of(step.eid, ids)
-            cursor = conn.execute(q("retire_relation"), {
-                "id": rel_id, "valid_to": step.valid_to,
-                "superseded_by": None if step.by is None else _id_of(step.by, ids),
-                "ended_evidence_json": json.dumps(list(step.ended_by)) if step.ended_by else None})
-            if cursor.rowcount != 1:
+            superseded_by = None if step.by is None else _id_of(step.by, ids)
+            if not relation_store.retire_relation(conn, rel_id, step.valid_to, superseded_by, step.ended_by):
                 raise ConflictError(f"relational entry {rel_id} is no longer active; consolidation will retry")
     for step in steps:
         if isinstance(step, AddRel) and step.closed_by is not None:
-            conn.execute(q("close_new_relation"), {"id": ids[step.eid], "valid_to": step.closed_at,
-                                                   "superseded_by": _id_of(step.closed_by, ids)})
+            relation_store.close_new_relation(conn, ids[step.eid], step.closed_at, _id_of(step.closed_by, ids))
     return ids

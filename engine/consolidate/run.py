@@ -31,8 +31,10 @@ from engine.consolidate.validate import Limits, PlanRejected, validate_plan
 from engine.errors import ConflictError, StoreError
 from engine.jobs import Job, job_transaction
 from engine.memory.indexer import write_vectors
+from engine.store import consolidation as consolidation_store
+from engine.store import facts as fact_store
+from engine.store import relations as relation_store
 from engine.store.connect import transaction
-from engine.store.queries import q
 from engine.times import calendar_date
 
 MAX_EPISODES_PER_RUN = 2000
@@ -48,10 +50,8 @@ def limits_from(settings: Any) -> Limits:
 def _vectors(conn: Any, embedder: Any, episodes: Sequence[Episode], now: float) -> np.ndarray:
     """The stored passage vectors of the episodes, embedding those that lack one (a turn whose vector the
     daemon's indexer has not written yet) and storing them, so the indexer does not embed them again."""
-    stored: dict[int, np.ndarray] = {}
-    ids = [e.id for e in episodes]
-    for row in conn.execute(q("episode_vectors"), {"ids": json.dumps(ids)}):
-        stored[int(row["id"])] = np.frombuffer(row["embedding"], dtype=np.float32)
+    stored = {episode_id: np.frombuffer(blob, dtype=np.float32)
+              for episode_id, blob in consolidation_store.episode_vectors(conn, [e.id for e in episodes]).items()}
     missing = [e for e in episodes if e.id not in stored or stored[e.id].shape[0] != embedder.dim]
     if missing:
         fresh = embedder.embed_passages([e.text for e in missing])
@@ -66,7 +66,7 @@ def _vectors(conn: Any, embedder: Any, episodes: Sequence[Episode], now: float) 
 
 
 def load_active(conn: Any, embedder: Any) -> dict[str, Entry]:
-    rows = conn.execute(q("active_facts")).fetchall()
+    rows = fact_store.active_facts(conn)
     entries: dict[str, Entry] = {}
     lacking = []
     for row in rows:
@@ -180,7 +180,7 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
              model: Any = None) -> dict[str, Any]:
     """Read and decide (no writes): gated episodes, candidates, rounds, validated plans, the write steps."""
     cs = settings.consolidation
-    rows = conn.execute(q("unconsolidated_episodes"), {"limit": MAX_EPISODES_PER_RUN}).fetchall()
+    rows = consolidation_store.unconsolidated_episodes(conn, MAX_EPISODES_PER_RUN)
     episodes = [Episode.from_row(r) for r in rows]
     gated: dict[str, int] = {}
     passing = []
@@ -250,19 +250,17 @@ def consolidate_once(conn: Any, embedder: Any, settings: Any, controls: Mapping[
     pause = (lambda: sleep(slow_s)) if slow_s > 0 else None
     block = job_transaction(conn, job, now) if job is not None else _plain(conn)
     with block as outcome:
-        if [r["id"] for r in conn.execute(q("active_fact_ids"))] != planned["active_before"]:
+        if fact_store.active_fact_ids(conn) != planned["active_before"]:
             raise ConflictError("active facts changed while consolidation was planning; it will retry")
-        if [r["id"] for r in conn.execute(q("active_relation_ids"))] != planned["relations_before"]:
+        if relation_store.active_relation_ids(conn) != planned["relations_before"]:
             raise ConflictError("active relational entries changed while consolidation was planning; it will retry")
         apply_steps(conn, planned["steps"], now, getattr(embedder, "name", "unknown"), pause)
         apply_rel_steps(conn, planned["relation_steps"], now)
         if pause is not None:
             pause()
-        conn.execute(q("mark_consolidated"), {"ids": json.dumps(planned["episode_ids"]), "now": now})
-        counts = conn.execute(q("count_facts")).fetchone()
-        report["facts_total"] = int(counts["total"] or 0)
-        report["facts_active"] = int(counts["active"] or 0)
-        report["relations_active"] = len(conn.execute(q("active_relation_ids")).fetchall())
+        consolidation_store.mark_consolidated(conn, planned["episode_ids"], now)
+        report["facts_total"], report["facts_active"] = fact_store.fact_counts(conn)
+        report["relations_active"] = len(relation_store.active_relation_ids(conn))
         if outcome is not None:
             outcome.result = report
             outcome.error = "; ".join(report["rejections"]) or None

@@ -49,3 +49,20 @@ def expire_offers(conn: Any, now: float) -> int:
 def memory_for_life_event(conn: Any, life_event_id: int) -> int | None:
     row = conn.execute(q("memory_for_life_event"), {"life_event_id": life_event_id}).fetchone()
     return int(row[0]) if row else None
+
+
+def untold_fingerprint(conn: Any) -> tuple[Any, ...]:
+    """(count, id sum, max id) of the untold life events: changes whenever the untold set does (indexed)."""
+    row = conn.execute(q("untold_fingerprint")).fetchone()
+    return (row[0], row[1], row[2])
+
+
+def untold_texts(conn: Any) -> list[tuple[int, str]]:
+    """(life event id, text) of every untold event: what the privacy projection must never let out."""
+    return [(row["id"], row["text"]) for row in conn.execute(q("untold_texts"))]
+
+
+def said_in_chat(conn: Any, life_event_id: int, prefix_chars: int) -> bool:
+    """True when the event's text (or its first `prefix_chars` characters) occurs in a recorded chat message."""
+    row = conn.execute(q("life_text_in_chat"), {"id": life_event_id, "prefix_chars": prefix_chars}).fetchone()
+    return row is not None and bool(row[0])

@@ -44,6 +44,11 @@ SELECT sql FROM sqlite_master WHERE name = :name
 -- One table's columns in order, with each column's place in the primary key (0 when not in it).
 SELECT cid, name, type, "notnull", dflt_value, pk FROM pragma_table_info(:table) ORDER BY cid
 
+-- name: snapshot_table_rows
+-- Every row of one table in key order, to hash; {table} and {order_by} are identifiers from the file's own
+-- catalogue, quoted by engine/store/ops.py (identifiers cannot be bound parameters).
+SELECT * FROM {table} ORDER BY {order_by}
+
 -- name: integrity_check
 -- SQLite's full consistency check (pages and index contents); one row 'ok' when sound.
 PRAGMA integrity_check
