@@ -28,13 +28,14 @@ CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQu
 CATEGORY_COLOURS = {"sleep": "#34495e", "rest": "#9bb7e0", "meal": "#f2b134", "reading": "#6aa84f",
                     "learning": "#45b5c4", "creative": "#b565c9", "music": "#8e7cc3", "outdoor": "#2e9e5b",
                     "exercise": "#e06666", "social": "#f08a24", "domestic": "#a0a0a0", "screen": "#5b5b5b",
-                    "chat": "#ff4f8b"}
+                    "chat": "#ff4f8b", "work": "#3d6fb6", "commute": "#c9b18a", "care": "#d9c6e8",
+                    "festival": "#d62728"}
 SPARE_COLOURS = ("#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#1f77b4", "#d62728", "#9467bd", "#2ca02c")
-CATEGORY_ORDER = ("sleep", "meal", "chat", "social", "outdoor", "exercise", "domestic", "rest", "reading",
-                  "learning", "creative", "music", "screen")
+CATEGORY_ORDER = ("sleep", "work", "commute", "meal", "chat", "social", "festival", "outdoor", "exercise", "domestic",
+                  "care", "rest", "reading", "learning", "creative", "music", "screen")
 ZH = {"sleep": "睡眠", "rest": "休息", "meal": "吃饭", "reading": "阅读", "learning": "学习", "creative": "创作",
       "music": "音乐", "outdoor": "户外", "exercise": "运动", "social": "社交", "domestic": "家务", "screen": "屏幕",
-      "chat": "和你聊天", "valence": "愉悦度 V", "arousal": "唤醒度 A", "dominance": "掌控感 D", "energy": "精力",
+      "chat": "和你聊天", "work": "工作", "commute": "通勤", "care": "洗漱", "festival": "过节", "valence": "愉悦度 V", "arousal": "唤醒度 A", "dominance": "掌控感 D", "energy": "精力",
       "mood_axis": "心情（−1…1）", "energy_axis": "精力（0…1）", "told": "讲过的经历", "chat_mark": "聊天",
       "title": "{name}的心情、精力与日常", "time": "当地时间（{tz}，UTC{offset}）",
       "weekdays": "一 二 三 四 五 六 日", "valence_range": "愉悦度日内范围", "daily_mean": "（日均）",
