@@ -35,14 +35,24 @@ STOPWORDS = frozenset(
 )
 
 
-@lru_cache(maxsize=4096)
 def normalize(text: str) -> str:
     """NFKC (full-width letters and digits to ASCII) and lower case, so query and memory meet.
 
-    Cached: one recall normalises each candidate's text three times (same_text_key, jaccard_tokens,
-    duplicate_key), and NFKC is ~10 us for a chat line (a third of those keys' cost at 100k memories).
+    Chat-sized texts are cached: one recall normalises each candidate's text three times
+    (same_text_key, jaccard_tokens, duplicate_key), and NFKC is ~10 us a line. Long texts are not,
+    so the cache stays under ~2 MB whatever the history holds.
     """
+    return _normalize_short(text) if len(text) <= NORMALIZE_CACHE_CHARS else _nfkc_lower(text)
+
+
+NORMALIZE_CACHE_CHARS = 512
+
+
+def _nfkc_lower(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
+
+
+_normalize_short = lru_cache(maxsize=1024)(_nfkc_lower)
 
 
 def is_cjk(ch: str) -> bool:
