@@ -1,4 +1,4 @@
-"""The background chat's vectors: shipped for the bundled model (no embedding at start or in a request), else one computation."""
+"""Warm tables built once per process: shipped background vectors for the bundled model, one computation or one matcher otherwise."""
 
 from __future__ import annotations
 
@@ -92,6 +92,34 @@ def test_first_callers_at_once_embed_the_lines_once() -> None:
     while model.calls == 1 and time.monotonic() < deadline:
         frames = sys._current_frames()
         if all(i in frames and frames[i].f_code.co_name == "background_vectors" for i in ids):
+            break
+    model.release.set()
+    for thread in [first, *others]:
+        thread.join(30)
+    assert model.calls == 1
+    assert len(results) == 4 and all(r is results[0] for r in results)
+
+
+def test_first_callers_at_once_build_one_lineage_matcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon warms the lineage prototypes in a thread; a reply needing them meanwhile waits for that build."""
+    from engine.consolidate import lineage
+    from engine.memory import recall
+
+    monkeypatch.setattr(recall, "_MATCHERS", {})
+    monkeypatch.setattr(lineage, "_PROTOTYPE_CACHE", {})
+    model = Blocking()
+    results: list[Any] = []
+    first = threading.Thread(target=lambda: results.append(recall.lineage_matcher(model)))
+    first.start()
+    assert model.entered.wait(30)
+    others = [threading.Thread(target=lambda: results.append(recall.lineage_matcher(model))) for _ in range(3)]
+    for thread in others:
+        thread.start()
+    ids = {thread.ident for thread in others}
+    deadline = time.monotonic() + 10
+    while model.calls == 1 and time.monotonic() < deadline:
+        frames = sys._current_frames()
+        if all(i in frames and frames[i].f_code.co_name == "lineage_matcher" for i in ids):
             break
     model.release.set()
     for thread in [first, *others]:

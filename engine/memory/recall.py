@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -203,6 +204,7 @@ def same_state_topic_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidat
 
 
 _MATCHERS: dict[str, LineageMatcher] = {}
+_MATCHERS_LOCK = threading.Lock()
 
 
 def warm(embedder: Embedder) -> None:
@@ -214,11 +216,18 @@ def warm(embedder: Embedder) -> None:
 
 
 def lineage_matcher(embedder: Embedder) -> LineageMatcher:
-    """One LineageMatcher (its prototype vectors) per embedder model, built on first use."""
+    """One LineageMatcher (its prototype vectors) per embedder model, built on first use.
+
+    Built under a lock: the daemon warms it in a thread after READY, and a reply arriving meanwhile
+    waits for that one build instead of embedding the 42 prototypes again on the DB thread."""
     name = str(getattr(embedder, "name", type(embedder).__name__))
-    if name not in _MATCHERS:
-        _MATCHERS[name] = LineageMatcher(embedder)
-    return _MATCHERS[name]
+    found = _MATCHERS.get(name)
+    if found is not None:
+        return found
+    with _MATCHERS_LOCK:
+        if name not in _MATCHERS:
+            _MATCHERS[name] = LineageMatcher(embedder)
+        return _MATCHERS[name]
 
 
 # Words that ask about the present state (now, lately, still, yet): the newest statement on a topic answers them.
