@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import threading
 import unicodedata
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -178,17 +179,28 @@ def _jieba_idf_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "analyse" / "idf.txt"
 
 
-@cache
+_IDF: dict[str, tuple[IdfTable, float]] = {}
+_IDF_LOCK = threading.Lock()
+
+
 def general_idf() -> tuple[IdfTable, float]:
     """(IDF by word, median IDF) of jieba's general-corpus table (jieba/analyse/idf.txt, MIT).
 
     A general table, not this user's history: in a history of a few hundred turns, a question word
     such as 第一 or 参加 may occur once and get a high corpus IDF; in a large general corpus it is
-    common (5.2, 5.1) against a name or a rare word (高铁 9.6, 玄凤 unknown = rare). Read once, ~0.3 s.
+    common (5.2, 5.1) against a name or a rare word (高铁 9.6, 玄凤 unknown = rare). Read once, ~0.3 s
+    idle (1-2 s on a loaded VM), under a lock: a reply arriving while the daemon's warm thread reads it
+    waits for that read instead of parsing the file a second time on the DB thread.
     """
-    with _jieba_idf_path().open("r", encoding="utf-8") as lines:
-        table = IdfTable.parse(lines)
-    return table, table.median()
+    found = _IDF.get("jieba")
+    if found is None:
+        with _IDF_LOCK:
+            if "jieba" not in _IDF:
+                with _jieba_idf_path().open("r", encoding="utf-8") as lines:
+                    table = IdfTable.parse(lines)
+                _IDF["jieba"] = (table, table.median())
+            found = _IDF["jieba"]
+    return found
 
 
 def term_idf(term: str) -> float:
