@@ -8,6 +8,9 @@ expression in front ("上周", "三月份", "去年春节", "昨天晚上"), so 
 side by side: `acknowledged` (record_turn(embed=False): the text is durable and keyword-searchable, the
 vector is left to the indexer, as POST /v1/turns does) and `indexed` (embed=True: the vector is written
 in the same call, as the CLI does), one turn at a time and in bulk; plus the indexer's own drain rate.
+`recall_given_query_vec` is recall without the model (the query vector passed in, as /v1/context does),
+`recall_cold_caches` the same with every per-text cache and the term counts emptied before each call;
+both with the process CPU ms per recall.
 
 Two trees side by side (before/after a change, in one run on one machine state): `--trees A,B` runs
 the recall part of this script on each tree's code in turn (A B A B ..., `--rounds`), on the same
