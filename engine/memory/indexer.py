@@ -44,7 +44,7 @@ FRESH_EMBED_MAX_S = 1.0  # the longest a context request waits for its own embed
 
 
 def fresh_pending_rows(conn: Any, limit: int, now: float, window_s: float = FRESH_WINDOW_S) -> list[Any]:
-    """(id, raw, role) of at most `limit` memories written in the last `window_s` without a vector yet, newest first."""
+    """(id, raw) of at most `limit` memories written in the last `window_s` that have no vector yet, newest first."""
     if limit <= 0:
         return []
     return list(conn.execute(q("mem_fresh_pending_vectors"),
@@ -119,18 +119,3 @@ class Drain:
 
     def pending(self, conn: Any) -> int:
         return count_pending(conn, self.indexed_upto)
-
-    def take_newest_first(self, conn: Any, limit: int, now: float) -> tuple[list[Any], int, bool]:
-        """Like `take`, but when the newest user message (written in the last FRESH_WINDOW_S) is pending and
-        not in that batch, it alone comes first: (rows, high, out_of_order).
-
-        Behind a backlog the oldest-first drain reaches a just-acknowledged turn last, and meanwhile the
-        next /v1/context has to embed it itself (read-your-writes); taken first, it is usually indexed
-        before that request comes (her reply waits its turn: the re-read brings it back with the user's side).
-        An out-of-order batch must not move the watermark (`done`).
-        """
-        rows, high = self.take(conn, limit)
-        newest = fresh_pending_rows(conn, 1, now)
-        if newest and newest[0]["role"] == "user" and all(int(r["id"]) != int(newest[0]["id"]) for r in rows):
-            return newest, high, True
-        return rows, high, False

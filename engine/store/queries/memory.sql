@@ -165,7 +165,7 @@ DELETE FROM mem_vec WHERE rowid = :id
 -- The newest memories still without a vector, written since :since, among the top :scan ids (so the
 -- anti-join stays a few hundred rows at any history size): /v1/context embeds these itself (read-your-writes).
 -- The user's side of each turn first: the re-read brings her reply back with it.
-SELECT e.id, e.raw, e.role FROM mem_episodic e
+SELECT e.id, e.raw FROM mem_episodic e
 WHERE e.id > (SELECT coalesce(max(id), 0) FROM mem_episodic) - :scan
   AND e.created_at >= :since
   AND NOT EXISTS (SELECT 1 FROM mem_embedding v WHERE v.id = e.id)
