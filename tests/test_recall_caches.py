@@ -8,8 +8,8 @@ import numpy as np
 
 from engine.memory import vector_index
 from engine.memory.ingest import TurnInput, record_turn
-from engine.memory.recall import TermDocCounts
-from engine.store import connect
+from engine.memory.recall import COMMON_TERM_FRACTION, COMMON_TERM_MIN_ROWS, TermDocCounts, common_term_filter
+from engine.store import connect, transaction
 from tests.memory_helpers import embedder, fresh_db
 
 
@@ -62,3 +62,29 @@ def test_term_counts_are_kept_per_file_until_the_history_grows(tmp_path: Path) -
     assert cache.counts_for(a, 10_600) == {}  # grown past 5 %: counted again
     assert cache.counts_for(a, 9_000) == {}  # fewer memories (a restore): counted again
     assert cache.counts_for(connect(":memory:"), 10_000) is None
+
+
+def test_common_term_counts_are_read_in_one_statement_and_decide_as_one_lookup_per_term(tmp_path: Path) -> None:
+    """A query's uncached term counts cost one fts5vocab statement (each one opens a cursor on the index
+    structure: ~5 ms a term at 100k), and keep the terms the per-term lookups kept."""
+    conn = fresh_db(tmp_path / "big.db")
+    common = "喜欢 工作"  # in every row: more than COMMON_TERM_FRACTION of the history
+    with transaction(conn):
+        for i in range(COMMON_TERM_MIN_ROWS):
+            rare = "滑翔伞" if i % 997 == 0 else f"词{i}"
+            mid = conn.execute("INSERT INTO chat_message (turn_id, role, text, ts, ts_iso, origin, created_at) "
+                               "VALUES (?, 'user', ?, 0, '', 'test', 0) RETURNING id", (f"t{i}", rare)).fetchone()[0]
+            eid = conn.execute("INSERT INTO mem_episodic (source, message_id, turn_id, role, ts, raw, created_at) "
+                               "VALUES ('chat', ?, ?, 'user', 0, ?, 0) RETURNING id", (mid, f"t{i}", rare)).fetchone()[0]
+            conn.execute("INSERT INTO mem_fts (rowid, tokens) VALUES (?, ?)", (eid, f"{common} {rare}"))
+    query = "我喜欢工作，周末去玩滑翔伞"
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    keep = common_term_filter(conn, COMMON_TERM_MIN_ROWS, query)
+    assert keep is not None
+    kept = {term: keep(term) for term in ("喜欢", "工作", "滑翔伞", "周末")}
+    vocab = [s for s in statements if "mem_fts_vocab" in s and "CREATE" not in s]
+    assert len(vocab) == 1
+    one_by_one = {term: int((conn.execute("SELECT doc FROM temp.mem_fts_vocab WHERE term = ?", (term,)).fetchone()
+                             or [0])[0]) <= COMMON_TERM_FRACTION * COMMON_TERM_MIN_ROWS for term in kept}
+    assert kept == one_by_one == {"喜欢": False, "工作": False, "滑翔伞": True, "周末": True}

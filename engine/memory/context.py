@@ -26,8 +26,21 @@ def render_item(cite: str, lines: Sequence[tuple[str, str]]) -> str:
     return f"[{cite}] {body}"
 
 
-def item_variants(conn: Any, hit: Any, reread: bool, as_of: float) -> list[str]:
-    """The ways one hit can be shown, fullest first: the whole turn, then the hit's own message."""
+def turn_messages(conn: Any, turn_ids: Sequence[str], as_of: float) -> dict[str, list[Any]]:
+    """Each turn's sent messages (user side first), for all of a block's turns in one statement."""
+    if not turn_ids:
+        return {}
+    out: dict[str, list[Any]] = {}
+    for row in conn.execute(q("mem_turns_messages"), {"turn_ids": json.dumps(list(turn_ids)), "as_of": as_of}):
+        out.setdefault(row["turn_id"], []).append(row)
+    return out
+
+
+def item_variants(conn: Any, hit: Any, reread: bool, as_of: float,
+                  turns: dict[str, list[Any]] | None = None) -> list[str]:
+    """The ways one hit can be shown, fullest first: the whole turn, then the hit's own message.
+
+    `turns` holds the re-read turns when the caller read them already (turn_messages); else one query."""
     if hit.source == "fact":
         # A consolidated fact (engine.consolidate.facts_recall): already a cited sentence in the user's words.
         return [f"[{hit.ts[:10] or 'fact'} · 事实] {' '.join(hit.text.split())}"]
@@ -38,7 +51,10 @@ def item_variants(conn: Any, hit: Any, reread: bool, as_of: float) -> list[str]:
     own = render_item(cite, [(hit.role or "user", hit.text)])
     if not reread or not hit.turn_id:
         return [own]
-    rows = conn.execute(q("mem_turn_messages"), {"turn_id": hit.turn_id, "as_of": as_of}).fetchall()
+    if turns is not None:
+        rows = turns.get(hit.turn_id, [])
+    else:
+        rows = conn.execute(q("mem_turn_messages"), {"turn_id": hit.turn_id, "as_of": as_of}).fetchall()
     whole = render_item(cite, [(r["role"], r["text"]) for r in rows]) if rows else own
     return [whole, own] if whole != own else [own]
 
@@ -59,6 +75,8 @@ def build_block(conn: Any, hits: Sequence[Any], budget: int, reread: bool,
     memory_ids: list[int] = []
     fact_ids: list[int] = []
     cited_turns: set[str] = set()
+    wanted = [h.turn_id for h in hits if h.source not in ("fact", "self_life") and h.turn_id]
+    reread_turns = turn_messages(conn, list(dict.fromkeys(wanted)), as_of) if reread else None
     for hit in hits:
         if hit.source == "fact":
             turns = set(hit.evidence_turn_ids)
@@ -68,7 +86,7 @@ def build_block(conn: Any, hits: Sequence[Any], budget: int, reread: bool,
             if hit.turn_id and hit.turn_id in cited_turns:
                 continue
             turns = {hit.turn_id} if hit.turn_id else set()
-        for variant in item_variants(conn, hit, reread, as_of):
+        for variant in item_variants(conn, hit, reread, as_of, reread_turns):
             cost = text_cost(variant) + 1  # +1 for the newline
             if used + cost <= budget:
                 parts.append(variant)

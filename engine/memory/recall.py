@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -230,6 +231,7 @@ def same_state_topic_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidat
 
 
 _MATCHERS: dict[str, LineageMatcher] = {}
+_MATCHERS_LOCK = threading.Lock()
 
 
 def warm(embedder: Embedder) -> None:
@@ -241,11 +243,18 @@ def warm(embedder: Embedder) -> None:
 
 
 def lineage_matcher(embedder: Embedder) -> LineageMatcher:
-    """One LineageMatcher (its prototype vectors) per embedder model, built on first use."""
+    """One LineageMatcher (its prototype vectors) per embedder model, built on first use.
+
+    Built under a lock: the daemon warms it in a thread after READY, and a reply arriving meanwhile
+    waits for that one build instead of embedding the 42 prototypes again on the DB thread."""
     name = str(getattr(embedder, "name", type(embedder).__name__))
-    if name not in _MATCHERS:
-        _MATCHERS[name] = LineageMatcher(embedder)
-    return _MATCHERS[name]
+    found = _MATCHERS.get(name)
+    if found is not None:
+        return found
+    with _MATCHERS_LOCK:
+        if name not in _MATCHERS:
+            _MATCHERS[name] = LineageMatcher(embedder)
+        return _MATCHERS[name]
 
 
 # Chinese interrogative pronouns and adverbs (疑问代词), as the grammars list them (黄伯荣、廖序东《现代汉语》;
@@ -330,26 +339,40 @@ class TermDocCounts:
 _TERM_DOC_COUNTS = TermDocCounts()
 
 
-def common_term_filter(conn: Any, max_id: int) -> Callable[[str], bool] | None:
+def common_term_filter(conn: Any, max_id: int, query: str = "") -> Callable[[str], bool] | None:
     """On a big history, a filter dropping terms found in more than COMMON_TERM_FRACTION of memories.
 
     BM25 over an OR query scores every row holding any term: on 100k memories a term like 喜欢
     touches thousands of rows and costs tens of ms, while its idf (and so its weight) is near zero.
     Small histories keep every term (a fraction of a few hundred rows says little).
+    The counts of `query`'s terms not yet cached are read in one statement, before the filter runs.
     """
     if max_id < COMMON_TERM_MIN_ROWS:
         return None
     conn.execute(q("mem_create_vocab"))
     limit = COMMON_TERM_FRACTION * max_id
     cache = _TERM_DOC_COUNTS.counts_for(conn, max_id)
+    known: dict[str, int] = {} if cache is None else cache
+    if query:
+        asked: dict[str, None] = {}
+
+        def note(term: str) -> bool:
+            asked[term] = None
+            return True
+
+        fts_query(query, keep=note)  # collects the terms the real call will ask about
+        unknown = [t for t in asked if t not in known]
+        if unknown:
+            counts = {row["term"]: int(row["doc"]) for row in
+                      conn.execute(q("mem_terms_doc_counts"), {"terms": json.dumps(unknown, ensure_ascii=False)})}
+            known.update({t: counts.get(t, 0) for t in unknown})
 
     def doc_count(term: str) -> int:
-        if cache is not None and term in cache:
-            return cache[term]
+        if term in known:
+            return known[term]
         row = conn.execute(q("mem_term_doc_count"), {"term": term}).fetchone()
         count = 0 if row is None else int(row[0])
-        if cache is not None:
-            cache[term] = count
+        known[term] = count
         return count
 
     def keep(term: str) -> bool:
@@ -377,7 +400,7 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
         # Before the keyword lane, not beside it: the query embeds on every core, and SQLite running
         # at the same time takes a core from it (bench at 100k: p95 52 ms in turn, 56-59 side by side).
         query_vec = embedder.embed_queries([query])[0]
-    match = fts_query(query, keep=common_term_filter(conn, max_id))
+    match = fts_query(query, keep=common_term_filter(conn, max_id, query))
     if match:
         keyword_ids = {row["id"] for row in conn.execute(q("mem_fts_search"), {"match": match, "k": n})}
     if hybrid and embedder is not None:

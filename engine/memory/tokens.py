@@ -8,13 +8,17 @@ hits; character bigrams catch words jieba splits differently in the query and th
 
 from __future__ import annotations
 
+import importlib.util
 import re
-import statistics
+import threading
 import unicodedata
-from collections.abc import Callable
-from functools import cache, lru_cache
-from importlib import resources
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from pathlib import Path
 
+import numpy as np
 import rjieba
 
 # Han ideographs (basic + extension A + compatibility) and kana: the scripts written without spaces.
@@ -22,6 +26,7 @@ _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _ASCII_WORD = re.compile(r"[a-z0-9][a-z0-9_']*")
+_NOT_ALNUM = re.compile(r"[\W_]+")
 
 # Function words that carry no topic: dropped from queries and from word tokens (bigrams stay).
 # A short list on purpose: BM25's idf already discounts common words; these are the ones so common
@@ -32,8 +37,23 @@ STOPWORDS = frozenset(
 
 
 def normalize(text: str) -> str:
-    """NFKC (full-width letters and digits to ASCII) and lower case, so query and memory meet."""
+    """NFKC (full-width letters and digits to ASCII) and lower case, so query and memory meet.
+
+    Chat-sized texts are cached: one recall normalises each candidate's text three times
+    (same_text_key, jaccard_tokens, duplicate_key), and NFKC is ~10 us a line. Long texts are not,
+    so the cache stays under ~2 MB whatever the history holds.
+    """
+    return _normalize_short(text) if len(text) <= NORMALIZE_CACHE_CHARS else _nfkc_lower(text)
+
+
+NORMALIZE_CACHE_CHARS = 512
+
+
+def _nfkc_lower(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
+
+
+_normalize_short = lru_cache(maxsize=1024)(_nfkc_lower)
 
 
 def is_cjk(ch: str) -> bool:
@@ -108,21 +128,79 @@ def fts_query(text: str, max_terms: int = 64, keep: Callable[[str], bool] | None
     return " OR ".join(_fts_quote(t) for t in terms)
 
 
-@cache
-def general_idf() -> tuple[dict[str, float], float]:
+class IdfTable:
+    """A read-only word -> IDF table kept as two sorted arrays (str hash, value): ~4 MB, not ~65 MB.
+
+    jieba's table has 270k words; as a dict of str -> float it held ~65 MB of the daemon's RSS (168 ->
+    240 MB between two sessions), for the 20-60 lookups a query makes. Only each word's hash is kept
+    (Python's str hash: stable within the process, which is all a lookup needs); a query term whose
+    64-bit hash equals another word's is the one way to read a wrong value, odds about 270k / 2**64.
+    Lookups bisect a C array (~1 us), not a numpy scalar search (~5 us, 40 terms a query).
+    """
+
+    def __init__(self, hashes: np.ndarray, values: np.ndarray):
+        # The last of repeated words wins, as it did in the dict: unique over the reversed arrays.
+        unique, first = np.unique(hashes[::-1], return_index=True)
+        self._hashes = array("q", unique.astype(np.int64).tobytes())
+        self._values = array("d", np.asarray(values[::-1][first], dtype=np.float64).tobytes())
+
+    @classmethod
+    def parse(cls, lines: Iterable[str]) -> IdfTable:
+        """From lines of jieba's idf.txt format ("word value"); read line by line, no word string is kept."""
+        hashes: array[int] = array("q")
+        values: array[float] = array("d")
+        for line in lines:
+            word, _, value = line.rstrip("\n").partition(" ")
+            if value:
+                values.append(float(value))
+                hashes.append(hash(word))
+        return cls(np.frombuffer(hashes, dtype=np.int64), np.frombuffer(values, dtype=np.float64))
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    def get(self, word: str, default: float) -> float:
+        h = hash(word)
+        i = bisect_left(self._hashes, h)
+        if i < len(self._hashes) and self._hashes[i] == h:
+            return self._values[i]
+        return default
+
+    def median(self) -> float:
+        return float(np.median(np.frombuffer(self._values, dtype=np.float64))) if self._values else 0.0
+
+
+def _jieba_idf_path() -> Path:
+    """jieba's idf.txt, found without importing jieba: its package import loads HMM tables (~16 MB of
+    RSS) that anima never uses (segmentation is rjieba's)."""
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("jieba is not installed; it ships the general IDF table recall weighs words by")
+    return Path(next(iter(spec.submodule_search_locations))) / "analyse" / "idf.txt"
+
+
+_IDF: dict[str, tuple[IdfTable, float]] = {}
+_IDF_LOCK = threading.Lock()
+
+
+def general_idf() -> tuple[IdfTable, float]:
     """(IDF by word, median IDF) of jieba's general-corpus table (jieba/analyse/idf.txt, MIT).
 
     A general table, not this user's history: in a history of a few hundred turns, a question word
     such as 第一 or 参加 may occur once and get a high corpus IDF; in a large general corpus it is
-    common (5.2, 5.1) against a name or a rare word (高铁 9.6, 玄凤 unknown = rare). Read once, ~0.3 s.
+    common (5.2, 5.1) against a name or a rare word (高铁 9.6, 玄凤 unknown = rare). Read once, ~0.3 s
+    idle (1-2 s on a loaded VM), under a lock: a reply arriving while the daemon's warm thread reads it
+    waits for that read instead of parsing the file a second time on the DB thread.
     """
-    table: dict[str, float] = {}
-    text = (resources.files("jieba") / "analyse" / "idf.txt").read_text(encoding="utf-8")
-    for line in text.splitlines():
-        word, _, value = line.partition(" ")
-        if value:
-            table[word] = float(value)
-    return table, statistics.median(table.values())
+    found = _IDF.get("jieba")
+    if found is None:
+        with _IDF_LOCK:
+            if "jieba" not in _IDF:
+                with _jieba_idf_path().open("r", encoding="utf-8") as lines:
+                    table = IdfTable.parse(lines)
+                _IDF["jieba"] = (table, table.median())
+            found = _IDF["jieba"]
+    return found
 
 
 def term_idf(term: str) -> float:
@@ -173,7 +251,7 @@ def _is_grammar_bigram(token: str) -> bool:
 
 def same_text_key(text: str) -> str:
     """The normalised text: NFKC, lower case, letters, digits and CJK only (punctuation and spaces dropped)."""
-    return "".join(ch for ch in normalize(text) if ch.isalnum())
+    return _NOT_ALNUM.sub("", normalize(text))  # [^\W_] is exactly str.isalnum (test_tokens)
 
 
 @lru_cache(maxsize=65536)

@@ -150,5 +150,6 @@ def nearest(conn: Any, query_vec: np.ndarray, n: int) -> dict[int, float]:
         return {}
     scores = matrix @ np.asarray(query_vec, dtype=np.float32)
     n = min(n, len(ids))
-    top = np.argpartition(-scores, n - 1)[:n]
+    # The n largest without negating a copy of all scores first (400 KB more per recall at 100k).
+    top = np.argpartition(scores, len(ids) - n)[len(ids) - n :]
     return {int(ids[i]): float(scores[i]) for i in top}

@@ -170,3 +170,9 @@ WHERE e.id > (SELECT coalesce(max(id), 0) FROM mem_episodic) - :scan
   AND e.created_at >= :since
   AND NOT EXISTS (SELECT 1 FROM mem_embedding v WHERE v.id = e.id)
 ORDER BY e.role IS 'companion', e.id DESC LIMIT :limit
+
+-- name: mem_turns_messages
+-- The sent messages of several turns in one statement (the context block re-reads each hit's whole turn), user side first.
+SELECT turn_id, id, role, text, ts, ts_iso FROM chat_message
+WHERE turn_id IN (SELECT value FROM json_each(:turn_ids)) AND status = 'sent' AND ts <= :as_of
+ORDER BY turn_id, CASE role WHEN 'user' THEN 0 ELSE 1 END
