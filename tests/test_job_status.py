@@ -75,7 +75,7 @@ def test_migration_0008_reads_interrupted_as_queued_and_keeps_every_row_and_even
             c.execute("INSERT INTO job (kind, status, attempts, run_after, created_at, updated_at, error) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (kind, status, attempts, run_after, T0, T0, f"note {kind}"))
         c.execute("INSERT INTO job_event (job_id, ts, attempt, event) VALUES (3, ?, 2, 'interrupted')", (T0,))
-        assert migrate(c, now=1) == [8]
+        assert migrate(c, now=1)[0] == 8   # 0008 first; later migrations follow it
         rows = [tuple(r) for r in c.execute("SELECT id, kind, status, attempts, run_after, error FROM job ORDER BY id")]
         assert rows == [(1, "a", "queued", 0, T0, "note a"), (2, "b", "running", 1, T0, "note b"),
                         (3, "c", "queued", 2, T0 + 300, "note c"), (4, "d", "done", 1, T0, "note d"),
