@@ -183,7 +183,7 @@ def push(mood: Mood, delta: Triple, params: MoodParams) -> Mood:
         if i == 0 and x < 0:
             x *= params.valence_negative_weight
         emotion[i] = _cap(emotion[i] + x)
-    return replace(mood, emotion=(emotion[0], emotion[1], emotion[2]))
+    return Mood(emotion=(emotion[0], emotion[1], emotion[2]), mood=mood.mood, at=mood.at, tone=mood.tone)
 
 
 def set_tone(mood: Mood, tone: float) -> Mood:
@@ -203,9 +203,8 @@ def saturate(baseline: float, deviation: float) -> float:
 
 def values(mood: Mood, params: MoodParams) -> Triple:
     """The shown (V, A, D), each in [-1, 1]: baseline + saturated (mood + emotion)."""
-    return tuple(  # type: ignore[return-value]
-        saturate(b, m + e) for b, m, e in zip(params.baseline, mood.mood, mood.emotion, strict=True)
-    )
+    (b0, b1, b2), (m0, m1, m2), (e0, e1, e2) = params.baseline, mood.mood, mood.emotion
+    return saturate(b0, m0 + e0), saturate(b1, m1 + e1), saturate(b2, m2 + e2)
 
 
 # --- bad days on her own -------------------------------------------------------------------------

@@ -76,7 +76,7 @@ def advance(ctx: LifeContext, state: LifeState, until: float, spec: ActivitySpec
     asleep = spec.asleep if spec else state.energy.asleep
     rate = spec.rate if spec else 1.0
     ep = energy_params(ctx.settings, ctx.persona, until)
-    return replace(state, mood=mood_model.relax(state.mood, until, ctx.mp),
+    return state.evolve(mood=mood_model.relax(state.mood, until, ctx.mp),
                    energy=energy_model.step(state.energy, until, ep, asleep=asleep, rate=rate))
 
 
@@ -137,7 +137,7 @@ def replan_from(ctx: LifeContext, state: LifeState, t: float, mood_on: bool = Tr
         wake = min(max(wake, t + 30 * MINUTE), t + MAX_SLEEP_H * HOUR)
         plan: dict[str, Any] = {"day": day_of(t, ctx.tz), "shape": "off", "wake_at": None, "sleep_at": t, "anchors": [],
                 "done": [], "naps": 0, "nap": False, "counts": {}}
-        state = replace(state, plan=plan)
+        state = state.evolve(plan=plan)
         return state, _start(ctx, state, "sleep", t, wake, "routine", {}, mood_on, preview=True)
     state = _new_plan(ctx, state, t, woke_at=None)
     return _choose_and_start(ctx, state, t, None, mood_on, preview=False)
@@ -150,10 +150,10 @@ def _wake_up(ctx: LifeContext, state: LifeState, at: float, slept_h: float, mood
     gives her bad days of her own; the mood layer drifts to it over hours, so waking is never a jump.
     """
     slept = round(slept_h, 3)
-    state = replace(state, house=house_model.new_day(state.house), slept_h=slept)
+    state = state.evolve(house=house_model.new_day(state.house), slept_h=slept)
     if mood_on:
         tone = mood_model.waking_tone(state.seed_key, dt.date.fromisoformat(day_of(at, ctx.tz)), slept, ctx.mp)
-        state = replace(state, mood=mood_model.set_tone(state.mood, tone))
+        state = state.evolve(mood=mood_model.set_tone(state.mood, tone))
     return _new_plan(ctx, state, at, woke_at=at)
 
 
@@ -165,7 +165,7 @@ def _new_plan(ctx: LifeContext, state: LifeState, t: float, woke_at: float | Non
                      ctx.tz, role=ctx.role, world=world, tomorrow=tomorrow, woke_at=woke_at,
                      half_width_h=ctx.settings.life.sleep_window_h, mood_dev=mood_dev(ctx, state),
                      slept_h=state.slept_h)
-    return replace(state, plan=plan)
+    return state.evolve(plan=plan)
 
 
 def _situation(ctx: LifeContext, state: LifeState, t: float, previous: str | None,
@@ -212,7 +212,7 @@ def _choose_and_start(ctx: LifeContext, state: LifeState, t: float, previous: st
     counts = dict(plan.get("counts", {}))
     counts[choice.kind] = int(counts.get(choice.kind, 0)) + 1
     plan["counts"] = dict(sorted(counts.items()))
-    state = replace(state, plan=plan)
+    state = state.evolve(plan=plan)
     extra = {"outcome": _outcome(ctx, state, choice, t).value, "place": choice.place, "with": choice.with_id}
     if choice.anchor:
         extra["anchor"] = choice.anchor
@@ -268,23 +268,23 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     effects: list[Effect] = [EndActivity(cur["id"], "done", at, detail)]
     if not preview:
         text, story = _sentence(ctx, state, cur, at, Moment.COMPLETED, outcome)
-        state = replace(state, story=story)
+        state = state.evolve(story=story)
         text = text or completion_text(kind, detail.get("details", {}), outcome is Outcome.DISAPPOINTED)
         if text:
             effects.append(LifeEvent(text, at, "completed", cur["id"]))
     if spec.category == "social" or kind == "festival":
-        state = replace(state, last_social_at=at)
+        state = state.evolve(last_social_at=at)
     who = detail.get("with")
     member = cast_model.cast().get(who) if who else None
     # Seeing someone counts for everyone; a call counts only for those far away (a call is not a meeting).
     if member and outcome is Outcome.DONE and (kind != "call_friend" or member.lives == "hometown"):
-        state = replace(state, met={**state.met, member.id: round(at, 3)})
+        state = state.evolve(met={**state.met, member.id: round(at, 3)})
     day = state.plan["day"] if state.plan else day_of(at, ctx.tz)
     place = detail.get("place") or spec.place
-    state = replace(state, house=house_model.after(state.house, kind, day, at_home=place in HOME_PLACES))
+    state = state.evolve(house=house_model.after(state.house, kind, day, at_home=place in HOME_PLACES))
     if mood_on:
         inputs = mood_inputs(spec, outcome, energy_level(ctx, state, at))
-        state = replace(state, mood=_push_all(ctx, state.mood, inputs))
+        state = state.evolve(mood=_push_all(ctx, state.mood, inputs))
         effects += inputs
     return state, effects
 
@@ -325,7 +325,7 @@ def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[d
         if resumable:
             effects.append(CloseSuspended(susp["id"], "suspended", {**detail, "resumed_at": at}))
             text, story = _sentence(ctx, state, susp, at, Moment.RESUMED, outcome, new_end - at)
-            state = replace(state, story=story)
+            state = state.evolve(story=story)
             effects.append(LifeEvent(text or resumed_text(kind, details, new_end - at), at, "resumed", susp["id"]))
             extra = {k: detail.get(k) for k in ("outcome", "place", "with", "anchor")}
             extra["resumed_from"] = susp["id"]
@@ -333,7 +333,7 @@ def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[d
                                             details=details)]
         effects.append(CloseSuspended(susp["id"], "abandoned", {**detail, "abandoned_at": at}))
         text, story = _sentence(ctx, state, susp, at, Moment.ABANDONED, outcome)
-        state = replace(state, story=story)
+        state = state.evolve(story=story)
         effects.append(LifeEvent(text or abandoned_text(kind, details), at, "abandoned", susp["id"]))
         if kind == "sleep":
             started = float(susp["started_at"])

@@ -126,10 +126,10 @@ def trace(conn: Any, ctx: LifeContext, state: LifeState, now: float, kind: str |
     v, a, d = mood_model.values(state.mood, ctx.mp)
     store.put_trace_point(conn, bucket, round(v, 6), round(a, 6), round(d, 6),
                           round(energy_level(ctx, state), 6), kind)
-    state = replace(state, last_trace_at=bucket)
+    state = state.evolve(last_trace_at=bucket)
     if now - state.last_prune_at >= PRUNE_EVERY_S:
         store.prune_trace(conn, now - ctx.settings.life.trace_retention_days * 86400.0)
-        state = replace(state, last_prune_at=now)
+        state = state.evolve(last_prune_at=now)
     return state
 
 
@@ -162,4 +162,4 @@ def sample_quiet(conn: Any, ctx: LifeContext, state: LifeState, beats: list[floa
             store.prune_trace(conn, beat - ctx.settings.life.trace_retention_days * 86400.0)
             last_prune = beat
     store.put_trace_points(conn, rows)
-    return replace(state, mood=mood, energy=energy, last_trace_at=last_trace, last_prune_at=last_prune)
+    return state.evolve(mood=mood, energy=energy, last_trace_at=last_trace, last_prune_at=last_prune)

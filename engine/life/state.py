@@ -59,6 +59,17 @@ class LifeState:
     story: dict[str, Any] = field(default_factory=dict)
     slept_h: float | None = None
 
+    def evolve(self, **changes: Any) -> LifeState:
+        """A copy with `changes`: dataclasses.replace without its per-call field introspection (a simulated
+        year makes ~100k of these; a LifeState has no __post_init__ to run, and unknown names are refused)."""
+        unknown = changes.keys() - self.__dict__.keys()
+        if unknown:
+            raise TypeError(f"LifeState has no field {sorted(unknown)}")
+        new = object.__new__(LifeState)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
     def to_dict(self) -> dict[str, Any]:
         return {"version": STATE_VERSION, "mood": self.mood.to_dict(), "energy": self.energy.to_dict(),
                 "plan": self.plan, "last_step_at": self.last_step_at, "seed_key": self.seed_key,
