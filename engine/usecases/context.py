@@ -10,7 +10,6 @@ An empty recall records no injection.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +20,7 @@ from engine.control import Switches
 from engine.memory.context import record_injection
 from engine.memory.indexer import write_vectors
 from engine.memory.recall import RecallResult, recall
+from engine.memory.sources import RecallSource
 from engine.persona import Persona
 from engine.settings import Settings
 from engine.store import transaction
@@ -29,7 +29,7 @@ from engine.store.core import read_switches
 # Sources that join recall beside the chat memories and told life that recall itself searches:
 # registered here, explicitly, so a reader sees every kind of hit in one place. Consolidated
 # facts (FactHit) come from engine/consolidate; the switch memory_facts turns them off.
-RECALL_SOURCES: tuple[Callable[..., list[Any]], ...] = (fact_hits,)
+RECALL_SOURCES: tuple[RecallSource, ...] = (fact_hits,)
 
 
 @dataclass(frozen=True)
