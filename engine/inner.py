@@ -36,11 +36,12 @@ MAX_TRANSITIONS_PER_STEP = 500     # a guard: a day has ~25 transitions; a runaw
 
 
 def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: float,
-               switches: Switches | Mapping[str, Any]) -> dict[str, Any]:
+               switches: Switches | Mapping[str, Any], *, forecast_next: bool = True) -> dict[str, Any]:
     """One heartbeat: step mood/energy (switch 'mood_step') and the activity machine (switch 'life') to now.
 
     `switches` is this beat's typed Switches; a mapping of stored values (current or old names) is read
-    through the registry's defaults, so a caller never repeats a default.
+    through the registry's defaults, so a caller never repeats a default. `forecast_next=False` (simulation)
+    skips the forecast of what follows each activity: the same life, without its "next" preview.
 
     Returns {"backwards": bool, "transitions": n, "life_events": n, "activity": kind, "mood": her mood
     now (numbers, energy "e" and label, as in inner_snapshot)}. A clock that
@@ -48,7 +49,7 @@ def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: floa
     """
     on = switches if isinstance(switches, Switches) else Switches.from_stored(switches)
     heartbeat_on, life_on = on.mood_step, on.life
-    ctx = context(settings, persona)
+    ctx = context(settings, persona, forecast_next=forecast_next)
     events: list[int] = []
     with transaction(conn):
         life, fresh = record.load_day(conn, ctx, now)

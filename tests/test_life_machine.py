@@ -43,12 +43,13 @@ def local(y: int, m: int, d: int, h: float = 0.0) -> float:
 
 
 @cache
-def kept_run(start: str, days: int) -> Path:
+def kept_run(start: str, days: int, forecast_next: bool = False) -> Path:
     """One simulated run kept in a database file (activity rows with their detail), shared by the tests."""
     import tempfile
 
     path = Path(tempfile.mkdtemp(prefix="anima-life-test-")) / "run.db"
-    simulate(S, days=days, start=parse_start(start, TZ), birth=BIRTH, name="小安", step_s=900.0, keep=str(path))
+    simulate(S, days=days, start=parse_start(start, TZ), birth=BIRTH, name="小安", step_s=900.0, keep=str(path),
+             forecast_next=forecast_next)
     return path
 
 
@@ -260,10 +261,16 @@ def test_a_chat_until_three_moves_her_sleep_and_lowers_next_day_energy(two_lives
 
 
 def test_every_preview_over_a_fortnight_is_what_happens() -> None:
-    rows = rows_of(kept_run("2025-01-06T04:00", 14), local(2025, 1, 6, 4), local(2025, 1, 20, 4))
-    pairs = [(a, b) for a, b in zip(rows, rows[1:], strict=False) if a["next_kind"]]
+    forecast = rows_of(kept_run("2025-01-06T04:00", 14, forecast_next=True), local(2025, 1, 6, 4),
+                       local(2025, 1, 20, 4))
+    pairs = [(a, b) for a, b in zip(forecast, forecast[1:], strict=False) if a["next_kind"]]
     assert len(pairs) > 200
     assert all(a["next_kind"] == b["kind"] for a, b in pairs)
+    # The forecast is pure: a run without it (simulate's default) lives the very same fortnight.
+    plain = rows_of(kept_run("2025-01-06T04:00", 14), local(2025, 1, 6, 4), local(2025, 1, 20, 4))
+    assert [(r["kind"], r["started_at"], r["ended_at"]) for r in plain] == \
+        [(r["kind"], r["started_at"], r["ended_at"]) for r in forecast]
+    assert not any(r["next_kind"] for r in plain)
 
 
 def test_narration_gets_a_scene_and_its_story_state_is_saved(tmp_path: Path, monkeypatch) -> None:

@@ -56,10 +56,13 @@ def parse_start(text: str, tz: str) -> float:
 
 
 def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, str, int], name: str,
-             step_s: float = 300.0, keep: str | None = None, plot: str | None = None) -> dict[str, Any]:
+             step_s: float = 300.0, keep: str | None = None, plot: str | None = None,
+             forecast_next: bool = False) -> dict[str, Any]:
     """Run `days` of her life from `start` for the companion born at `birth` = (local, tz, sect).
 
-    `keep` names a new database file to write and keep; `plot` a PNG to draw the run into.
+    `keep` names a new database file to write and keep; `plot` a PNG to draw the run into. `forecast_next`
+    also forecasts each activity's successor (activity.next_kind) as the daemon does; off by default, since
+    nobody reads a forecast mid-run and the life is the same without it (a test checks both).
     """
     from engine.companion import create_companion
     from engine.inner import resume_after_gap
@@ -88,7 +91,7 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
             if persona is None:   # just created, so never; said for the type checker and for a broken chart
                 raise StoreError("the simulated companion has no persona")
             resume_after_gap(conn, settings, persona, None, start)
-            trace = _run(conn, settings, persona, start, stop, step_s)
+            trace = _run(conn, settings, persona, start, stop, step_s, forecast_next)
             rows = life_store.activities(conn, start, stop)
             events = life_store.life_events(conn, start, stop, told_only=False)
             if target is not None:
@@ -103,7 +106,7 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
 
 
 def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: float,
-         step_s: float) -> list[dict[str, Any]]:
+         step_s: float, forecast_next: bool = False) -> list[dict[str, Any]]:
     """Beat her life from `start` to `stop` every `step_s` seconds; return the trace, read a day at a time.
 
     Same life as a beat-by-beat run, at a fraction of the cost. A beat at which nothing ends (her activity's
@@ -132,7 +135,7 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
                     _quiet_beats(conn, settings, persona, cur["kind"], quiet)
                 if t < stop and t < day_end:
                     t = min(stop, t + step_s)
-                    step_inner(conn, settings, persona, t, switches)
+                    step_inner(conn, settings, persona, t, switches, forecast_next=forecast_next)
         # The means come from the run's own samples, read as it goes (a day at a time), so
         # no retention rule of the engine can take a day's points away before they count.
         trace += life_store.trace(conn, read_to, t + 1e-6)

@@ -237,7 +237,7 @@ def _start(ctx: LifeContext, state: LifeState, kind: str, t: float, end: float, 
     detail.update({k: v for k, v in extra.items() if v is not None})
     end = round(end, 3)
     start = StartActivity(kind, spec.label, t, end, why, None, detail)
-    if preview or kind in ("chat", "sleep"):
+    if preview or kind in ("chat", "sleep") or not ctx.forecast_next:
         return start
     return replace(start, next_kind=preview_next(ctx, state, start, mood_on))
 

@@ -34,6 +34,9 @@ class LifeContext:
     mp: mood_model.MoodParams
     role: Role
     city: City
+    # Forecast what comes after each activity (activity.next_kind, shown as "next" in /v1/state). A simulation
+    # turns it off: nobody reads a forecast mid-run, and the life lived is the same (the forecast is pure).
+    forecast_next: bool = True
 
     @property
     def tz(self) -> str:
@@ -140,10 +143,10 @@ Effect = EndActivity | CloseSuspended | LifeEvent | MoodPush | StartActivity
 # --- parameters ----------------------------------------------------------------------------------
 
 
-def context(settings: Settings, persona: Persona | None) -> LifeContext:
+def context(settings: Settings, persona: Persona | None, *, forecast_next: bool = True) -> LifeContext:
     p = persona or Persona(loss_aversion=settings.mood.loss_aversion)
     return LifeContext(settings=settings, persona=persona or Persona(), mp=mood_params(settings, p),
-                       role=role(settings.life.role), city=city(settings.life.city))
+                       role=role(settings.life.role), city=city(settings.life.city), forecast_next=forecast_next)
 
 
 def mood_params(settings: Settings, persona: Persona | None) -> mood_model.MoodParams:
