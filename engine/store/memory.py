@@ -118,7 +118,8 @@ def pending_vectors(conn: Any, after: int, limit: int) -> list[Any]:
 
 
 def fresh_pending_vectors(conn: Any, since: float, scan: int, limit: int) -> list[Any]:
-    """(id, raw) of up to `limit` memories written since `since` without a vector, among the newest `scan` ids."""
+    """(id, raw) of up to `limit` memories written since `since` without a vector, among the newest `scan` ids;
+    the user side first, then newest first."""
     return list(conn.execute(q("mem_fresh_pending_vectors"),
                              {"since": since, "scan": scan, "limit": int(limit)}).fetchall())
 
