@@ -13,8 +13,6 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -115,8 +113,6 @@ def test_jobs_are_dispatched_only_by_the_registry() -> None:
     assert not offenders, _report("job kind dispatch outside engine/jobs/registry.py", offenders)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: q() is still called outside engine/store (accessors to come): "
-                   + "; ".join(q_calls_outside_store()))
 def test_only_engine_store_calls_q() -> None:
     offenders = q_calls_outside_store()
     assert not offenders, _report("q() outside engine/store", offenders)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from engine.memory.tokens import text_cost
-from engine.store.queries import q
+from engine.store import memory as store
 from engine.times import calendar_date
 
 HEADER = "相关记忆（日期 · 对话）："
@@ -31,7 +30,7 @@ def turn_messages(conn: Any, turn_ids: Sequence[str], as_of: float) -> dict[str,
     if not turn_ids:
         return {}
     out: dict[str, list[Any]] = {}
-    for row in conn.execute(q("mem_turns_messages"), {"turn_ids": json.dumps(list(turn_ids)), "as_of": as_of}):
+    for row in store.turns_messages(conn, turn_ids, as_of):
         out.setdefault(row["turn_id"], []).append(row)
     return out
 
@@ -51,10 +50,7 @@ def item_variants(conn: Any, hit: Any, reread: bool, as_of: float,
     own = render_item(cite, [(hit.role or "user", hit.text)])
     if not reread or not hit.turn_id:
         return [own]
-    if turns is not None:
-        rows = turns.get(hit.turn_id, [])
-    else:
-        rows = conn.execute(q("mem_turn_messages"), {"turn_id": hit.turn_id, "as_of": as_of}).fetchall()
+    rows = turns.get(hit.turn_id, []) if turns is not None else store.turn_messages(conn, hit.turn_id, as_of)
     whole = render_item(cite, [(r["role"], r["text"]) for r in rows]) if rows else own
     return [whole, own] if whole != own else [own]
 
@@ -109,16 +105,9 @@ def _hash(text: str) -> str:
 def record_injection(conn: Any, result: Any, turn_id: str | None, now: float) -> str:
     """Record what was injected into which turn (the anti-loop record); returns the injection id."""
     injection_id = "inj_" + uuid.uuid4().hex[:20]
-    conn.execute(
-        q("mem_insert_injection"),
-        {
-            "id": injection_id, "ts": now, "turn_id": turn_id, "query_hash": _hash(result.query),
-            "block_hash": _hash(result.context), "block_chars": len(result.context),
-            "memory_ids_json": json.dumps(result.context_memory_ids),
-            "fact_ids_json": json.dumps(getattr(result, "fact_ids", [])),
-            "block_text": result.context,
-        },
-    )
+    store.insert_injection(conn, injection_id=injection_id, ts=now, turn_id=turn_id, query_hash=_hash(result.query),
+                           block_hash=_hash(result.context), block_text=result.context,
+                           memory_ids=result.context_memory_ids, fact_ids=getattr(result, "fact_ids", []))
     return injection_id
 
 
@@ -138,9 +127,9 @@ def _block_body(block: str) -> str:
 
 def echo_injection_id(conn: Any, turn_id: str, text: str, now: float) -> str | None:
     """The injection this reply repeats (>= 8 characters of an injected memory, punctuation ignored), else None."""
-    rows = conn.execute(q("mem_injections_for_turn"), {"turn_id": turn_id}).fetchall()
+    rows = store.injections_for_turn(conn, turn_id)
     if not rows:
-        rows = conn.execute(q("mem_recent_injections"), {"since": now - ECHO_LOOKBACK_S, "limit": 5}).fetchall()
+        rows = store.recent_injections(conn, now - ECHO_LOOKBACK_S, 5)
     reply = _shingles(text, ECHO_SHINGLE)
     if not reply:
         return None

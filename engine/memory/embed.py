@@ -18,7 +18,7 @@ import numpy as np
 from engine.errors import ConfigError, StoreError
 from engine.http_json import EndpointError, post_json
 from engine.settings import MemorySettings
-from engine.store.queries import q
+from engine.store import memory as store
 
 
 class Embedder(Protocol):
@@ -164,14 +164,14 @@ def make_embedder(settings: MemorySettings, foreground: bool = False) -> Embedde
 
 
 def stored_model(conn: Any) -> tuple[str, int] | None:
-    row = conn.execute(q("mem_get_embedding_model")).fetchone()
+    row = store.embedding_model(conn)
     return (row["name"], row["dim"]) if row else None
 
 
 def check_model(conn: Any, embedder: Embedder, now: float) -> None:
     """Record the model on first use; refuse a database whose vectors came from another model."""
     if refuse_other_model(conn, embedder) is None:
-        conn.execute(q("mem_set_embedding_model"), {"name": embedder.name, "dim": embedder.dim, "now": now})
+        store.set_embedding_model(conn, embedder.name, embedder.dim, now)
 
 
 def refuse_other_model(conn: Any, embedder: Embedder) -> tuple[str, int] | None:

@@ -31,14 +31,15 @@ from typing import Any
 
 from engine.consolidate.plan import sentence_of, statement_for
 from engine.errors import InputError, NotFoundError
+from engine.store import forget as store
 from engine.store.connect import transaction
-from engine.store.core import log_event
-from engine.store.queries import q
+from engine.store.core import events, log_event
+from engine.store.facts import write_fact_vector
+from engine.store.memory import max_memory_id
 from engine.times import calendar_date
 
 EVENT_KIND = "forget"
 TEXT_SEARCH_MAX_TEXTS = 200
-_SECURE_DELETE_RESTORE = {0: "forget_secure_delete_off", 1: "forget_secure_delete_on", 2: "forget_secure_delete_fast"}
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,8 @@ def forget(conn: Any, chosen: Selection, now: float, *, actor: str = "cli") -> F
     An unknown turn id raises NotFoundError; a turn forgotten before reports already_forgotten and
     changes nothing (idempotent). A range that holds no turn changes nothing either.
     """
-    previous = int(conn.execute(q("forget_secure_delete_state")).fetchone()[0])
-    conn.execute(q("forget_secure_delete_on"))
+    previous = store.secure_delete_state(conn)
+    store.secure_delete_on(conn)
     try:
         with transaction(conn):
             turn_ids = _selected_turns(conn, chosen)
@@ -127,79 +128,58 @@ def forget(conn: Any, chosen: Selection, now: float, *, actor: str = "cli") -> F
                 report = _forget_in_transaction(conn, turn_ids, now, actor)
             else:
                 report = ForgetReport(turn_ids=(), already_forgotten=chosen.turn_id is not None,
-                                      max_memory_id=_max_memory_id(conn))
+                                      max_memory_id=max_memory_id(conn))
     finally:
-        conn.execute(q(_SECURE_DELETE_RESTORE.get(previous, "forget_secure_delete_off")))
+        store.restore_secure_delete(conn, previous)
     # Also when nothing was left to forget: a forget whose truncation a reader blocked is finished by
     # running it again (the WAL's old frames, beyond where it restarts, would otherwise linger).
-    busy = conn.execute(q("forget_checkpoint")).fetchone()[0]
-    return replace(report, wal_truncated=busy == 0)
-
-
-def _max_memory_id(conn: Any) -> int:
-    return int(conn.execute(q("mem_max_id")).fetchone()[0] or 0)
+    return replace(report, wal_truncated=store.truncate_wal(conn))
 
 
 def _selected_turns(conn: Any, chosen: Selection) -> list[str]:
     """The turn ids to forget, read inside the write transaction (a turn arriving meanwhile is not half-seen)."""
     if chosen.turn_id is not None:
-        if conn.execute(q("forget_turn_exists"), {"turn_id": chosen.turn_id}).fetchone()[0]:
+        if store.turn_exists(conn, chosen.turn_id):
             return [chosen.turn_id]
         if _was_forgotten(conn, chosen.turn_id):
             return []
         raise NotFoundError(f"no turn {chosen.turn_id!r} in this database, and none forgotten by that id; "
                             "nothing changed (check the turn id the front end sent)")
     if chosen.everything:
-        return [row[0] for row in conn.execute(q("forget_all_turns"))]
-    # An open end is ±inf (selection() says so); SQLite compares a bound infinity as expected.
-    return [row[0] for row in conn.execute(q("forget_turns_between"), {
-        "since": -math.inf if chosen.since is None else chosen.since,
-        "until": math.inf if chosen.until is None else chosen.until})]
+        return store.all_turn_ids(conn)
+    return store.turn_ids_between(conn, chosen.since, chosen.until)  # None: an open end (selection() says so)
 
 
 def _was_forgotten(conn: Any, turn_id: str) -> bool:
-    for event in conn.execute(q("events_of_kind"), {"kind": EVENT_KIND}):
-        if turn_id in json.loads(event["detail_json"]).get("turn_ids", ()):
-            return True
-    return False
+    return any(turn_id in event["detail"].get("turn_ids", ()) for event in events(conn, EVENT_KIND))
 
 
 def _forget_in_transaction(conn: Any, turn_ids: Sequence[str], now: float, actor: str) -> ForgetReport:
-    conn.execute(q("forget_set_marker"), {"now": now})
-    turns_json = json.dumps(list(turn_ids), ensure_ascii=False)
-    messages = conn.execute(q("forget_messages_of_turns"), {"turn_ids": turns_json}).fetchall()
+    store.set_marker(conn, now)
+    messages = store.messages_of_turns(conn, turn_ids)
     message_ids = [int(m["id"]) for m in messages]
     texts = sorted({m["text"] for m in messages})
-    memory_ids = [int(r["id"]) for r in conn.execute(q("forget_memories_of_messages"),
-                                                   {"message_ids": json.dumps(message_ids)})]
+    memory_ids = store.memories_of_messages(conn, message_ids)
     gone = set(memory_ids)
     facts = _forget_facts(conn, gone)
     relations = _forget_relations(conn, gone)
     # A block cites its memories and facts by id, and those ids catch every block that quoted the turns.
     # The text search is insurance for small forgets only: it costs (injections x texts) instr() calls.
     quoted = texts if len(texts) <= TEXT_SEARCH_MAX_TEXTS else []
-    injections = conn.execute(q("forget_delete_injections"), {
-        "turn_ids": turns_json, "memory_ids": json.dumps(memory_ids),
-        "fact_ids": json.dumps(facts["affected"]), "texts": json.dumps(quoted, ensure_ascii=False)}).rowcount
-    offers = conn.execute(q("forget_delete_offers"), {"turn_ids": turns_json}).rowcount
-    conn.execute(q("forget_unlink_told_turn"), {"turn_ids": turns_json})
+    injections = store.delete_injections(conn, turn_ids=turn_ids, memory_ids=memory_ids, fact_ids=facts["affected"],
+                                         texts=quoted)
+    offers = store.delete_offers(conn, turn_ids)
+    store.unlink_told_turn(conn, turn_ids)
     jobs = _scrub_jobs(conn, _needles(texts))
-    ids_json = json.dumps(memory_ids)
-    conn.execute(q("forget_delete_fts"), {"ids": ids_json})
-    for memory_id in memory_ids:
-        conn.execute(q("forget_delete_vec"), {"id": memory_id})
-    conn.execute(q("forget_delete_embeddings"), {"ids": ids_json})
-    conn.execute(q("forget_delete_memories"), {"ids": ids_json})
-    conn.execute(q("forget_delete_messages"), {"ids": json.dumps(message_ids)})
-    conn.execute(q("forget_fts_optimize"))
+    store.delete_memories(conn, memory_ids, message_ids)
     report = ForgetReport(
         turn_ids=tuple(turn_ids), messages=len(message_ids), memories=len(memory_ids),
         facts_deleted=len(facts["deleted"]), facts_rewritten=len(facts["rewritten"]),
         facts_reopened=len(facts["reopened"]), relations_deleted=len(relations["deleted"]),
         relations_rewritten=len(relations["rewritten"]), relations_reopened=len(relations["reopened"]),
-        injections=injections, share_offers=offers, jobs_scrubbed=jobs, max_memory_id=_max_memory_id(conn))
+        injections=injections, share_offers=offers, jobs_scrubbed=jobs, max_memory_id=max_memory_id(conn))
     log_event(conn, now, EVENT_KIND, actor=actor, turn_ids=list(turn_ids), **report.counts())
-    conn.execute(q("forget_clear_marker"))
+    store.clear_marker(conn)
     return report
 
 
@@ -240,19 +220,18 @@ def _scrub_jobs(conn: Any, needles: Sequence[str]) -> int:
     """Empty job payload/scratch/result/error and job_event details that hold a forgotten text; the jobs changed."""
     holds = _Holds(needles)
     changed = 0
-    for row in conn.execute(q("forget_job_texts")).fetchall():
+    for row in store.job_texts(conn):
         fields = {"payload_json": row["payload_json"], "scratch_json": row["scratch_json"],
                   "result_json": row["result_json"], "error": row["error"]}
         hit = {k for k, v in fields.items() if holds(v)}
         if not hit:
             continue
         scrubbed = {"payload_json": "{}", "scratch_json": "{}", "result_json": None, "error": "scrubbed by anima forget"}
-        conn.execute(q("forget_scrub_job"), {"id": row["id"], **{k: scrubbed[k] if k in hit else v
-                                                                 for k, v in fields.items()}})
+        store.scrub_job(conn, row["id"], {k: scrubbed[k] if k in hit else v for k, v in fields.items()})
         changed += 1
-    for event in conn.execute(q("forget_job_event_texts")).fetchall():
+    for event in store.job_event_texts(conn):
         if holds(event["detail_json"]):
-            conn.execute(q("forget_scrub_job_event"), {"id": event["id"]})
+            store.scrub_job_event(conn, event["id"])
     return changed
 
 
@@ -260,7 +239,7 @@ def _remaining_episodes(conn: Any, evidence: Sequence[int], gone: set[int]) -> l
     left = [i for i in evidence if i not in gone]
     if not left:
         return []
-    return list(conn.execute(q("forget_evidence_episodes"), {"ids": json.dumps(left)}).fetchall())
+    return store.evidence_episodes(conn, left)
 
 
 def _squash(text: str) -> str:
@@ -285,44 +264,41 @@ def _forget_facts(conn: Any, gone: set[int]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {"deleted": [], "rewritten": [], "reopened": [], "affected": []}
     if not gone:
         return out
-    for row in conn.execute(q("forget_facts_citing"), {"ids": json.dumps(sorted(gone))}).fetchall():
+    for row in store.facts_citing(conn, sorted(gone)):
         out["affected"].append(int(row["id"]))
         episodes = _remaining_episodes(conn, json.loads(row["evidence_json"]), gone)
         if not episodes:
             out["deleted"].append(int(row["id"]))
             continue
         statement, source = _rewritten(row["statement"], row["subject"], episodes)
-        conn.execute(q("forget_rewrite_fact"), {"id": row["id"], "statement": statement,
-                                                "evidence_json": json.dumps([int(e["id"]) for e in episodes])})
+        store.rewrite_fact(conn, int(row["id"]), statement, [int(e["id"]) for e in episodes])
         if source is not None:
             _replace_fact_vector(conn, int(row["id"]), source)
         out["rewritten"].append(int(row["id"]))
     deleted = out["deleted"]
-    gone_json = json.dumps(deleted)
     for fact_id in deleted:  # no forgotten fact may still be pointed at (foreign key) when it is deleted
-        conn.execute(q("forget_repoint_fact"), {"id": fact_id, "superseded_by": None})
+        store.repoint_fact(conn, fact_id, None)
     for fact_id in deleted:
-        for ref in conn.execute(q("forget_facts_superseded_by"), {"id": fact_id}).fetchall():
-            successor = conn.execute(q("forget_active_fact_of_key"), {"key": ref["key"], "gone": gone_json}).fetchone()
-            if successor is not None and successor[0] != ref["id"]:
-                conn.execute(q("forget_repoint_fact"), {"id": ref["id"], "superseded_by": successor[0]})
+        for ref in store.facts_superseded_by(conn, fact_id):
+            successor = store.active_fact_of_key(conn, ref["key"], deleted)
+            if successor is not None and successor != ref["id"]:
+                store.repoint_fact(conn, int(ref["id"]), successor)
             else:
-                conn.execute(q("forget_reopen_fact"), {"id": ref["id"]})
+                store.reopen_fact(conn, int(ref["id"]))
                 out["reopened"].append(int(ref["id"]))
     for fact_id in deleted:
-        conn.execute(q("forget_delete_fact_vec"), {"id": fact_id})
-        conn.execute(q("forget_delete_fact"), {"id": fact_id})
+        store.delete_fact(conn, fact_id)
     return out
 
 
 def _replace_fact_vector(conn: Any, fact_id: int, memory_id: int) -> None:
     """A rewritten fact takes its new sentence's passage vector (consolidation's own choice), or none until
     consolidation embeds it again; the old vector was the forgotten sentence's."""
-    model_row = conn.execute(q("forget_fact_vector_model"), {"id": fact_id}).fetchone()
-    vector = conn.execute(q("forget_episode_vector"), {"id": memory_id}).fetchone()
-    conn.execute(q("forget_delete_fact_vec"), {"id": fact_id})
-    if vector is not None and model_row is not None:
-        conn.execute(q("insert_fact_vec"), {"fact_id": fact_id, "model": model_row[0], "embedding": vector[0]})
+    model = store.fact_vector_model(conn, fact_id)
+    vector = store.episode_vector(conn, memory_id)
+    store.delete_fact_vector(conn, fact_id)
+    if vector is not None and model is not None:
+        write_fact_vector(conn, fact_id, model, vector)
 
 
 def _forget_relations(conn: Any, gone: set[int]) -> dict[str, list[int]]:
@@ -330,7 +306,7 @@ def _forget_relations(conn: Any, gone: set[int]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {"deleted": [], "rewritten": [], "reopened": []}
     if not gone:
         return out
-    for row in conn.execute(q("forget_relations_citing"), {"ids": json.dumps(sorted(gone))}).fetchall():
+    for row in store.relations_citing(conn, sorted(gone)):
         episodes = _remaining_episodes(conn, json.loads(row["evidence_json"]), gone)
         if not episodes:
             out["deleted"].append(int(row["id"]))
@@ -338,21 +314,19 @@ def _forget_relations(conn: Any, gone: set[int]) -> dict[str, list[int]]:
         ended_before = json.loads(row["ended_evidence_json"]) if row["ended_evidence_json"] else []
         ended = [i for i in ended_before if i not in gone]
         statement, _ = _rewritten(row["statement"], "user", episodes)
-        conn.execute(q("forget_rewrite_relation"), {
-            "id": row["id"], "statement": statement, "evidence_json": json.dumps([int(e["id"]) for e in episodes]),
-            "ended_evidence_json": json.dumps(ended) if ended else None})
+        store.rewrite_relation(conn, int(row["id"]), statement, [int(e["id"]) for e in episodes], ended)
         if ended_before and not ended and row["status"] == "superseded" and row["superseded_by"] is None:
-            conn.execute(q("forget_reopen_relation"), {"id": row["id"]})  # the lift itself is forgotten
+            store.reopen_relation(conn, int(row["id"]))  # the lift itself is forgotten
             out["reopened"].append(int(row["id"]))
         else:
             out["rewritten"].append(int(row["id"]))
     deleted = out["deleted"]
     for rel_id in deleted:
-        conn.execute(q("forget_rewrite_relation_link"), {"id": rel_id})
+        store.unlink_relation(conn, rel_id)
     for rel_id in deleted:
-        for ref in conn.execute(q("forget_relations_superseded_by"), {"id": rel_id}).fetchall():
-            conn.execute(q("forget_reopen_relation"), {"id": ref["id"]})
-            out["reopened"].append(int(ref["id"]))
+        for ref_id in store.relations_superseded_by(conn, rel_id):
+            store.reopen_relation(conn, ref_id)
+            out["reopened"].append(ref_id)
     for rel_id in deleted:
-        conn.execute(q("forget_delete_relation"), {"id": rel_id})
+        store.delete_relation(conn, rel_id)
     return out

@@ -24,8 +24,8 @@ from typing import Any
 
 from engine.memory.embed import Embedder, check_model
 from engine.memory.ingest import write_vector
+from engine.store import memory as store
 from engine.store.connect import transaction
-from engine.store.queries import q
 
 
 def pending_memory_ids(conn: Any, limit: int, after: int = 0) -> list[int]:
@@ -35,7 +35,7 @@ def pending_memory_ids(conn: Any, limit: int, after: int = 0) -> list[int]:
 
 def pending_rows(conn: Any, limit: int, after: int = 0) -> list[Any]:
     """(id, raw) rows of memories without a vector, oldest first."""
-    return list(conn.execute(q("mem_pending_vectors"), {"after": after, "limit": int(limit)}).fetchall())
+    return store.pending_vectors(conn, after, limit)
 
 
 FRESH_WINDOW_S = 60.0  # only memories written this recently: older pending rows are the indexer's backlog
@@ -47,13 +47,12 @@ def fresh_pending_rows(conn: Any, limit: int, now: float, window_s: float = FRES
     """(id, raw) of at most `limit` memories written in the last `window_s` that have no vector yet, newest first."""
     if limit <= 0:
         return []
-    return list(conn.execute(q("mem_fresh_pending_vectors"),
-                             {"since": now - window_s, "scan": FRESH_SCAN_IDS, "limit": int(limit)}).fetchall())
+    return store.fresh_pending_vectors(conn, now - window_s, FRESH_SCAN_IDS, limit)
 
 
 def count_pending(conn: Any, after: int = 0) -> int:
     """How many memories above `after` wait for a vector (GET /v1/health reports it as vectors_pending)."""
-    return int(conn.execute(q("mem_count_pending_vectors"), {"after": after}).fetchone()[0])
+    return store.count_pending_vectors(conn, after)
 
 
 def write_vectors(conn: Any, embedder: Embedder, ids: list[int], vectors: Any, now: float) -> int:
@@ -63,10 +62,10 @@ def write_vectors(conn: Any, embedder: Embedder, ids: list[int], vectors: Any, n
         # A model switch (anima reembed) between read and write refuses the batch instead of mixing models.
         check_model(conn, embedder, now)
         for memory_id, vector in zip(ids, vectors, strict=True):
-            state = conn.execute(q("mem_has_vector"), {"id": memory_id}).fetchone()
+            state = store.vector_state(conn, memory_id)
             if state["has_vector"] or not state["has_memory"]:
                 continue
-            conn.execute(q("mem_delete_vec"), {"id": memory_id})  # a stray vec0 row would make the insert fail
+            store.delete_vector(conn, memory_id)  # a stray vec0 row would make the insert fail
             write_vector(conn, memory_id, vector)
             written += 1
     return written
@@ -107,7 +106,7 @@ class Drain:
 
     def take(self, conn: Any, limit: int) -> tuple[list[Any], int]:
         """The next pending rows above the watermark, and the highest memory id at the time they were read."""
-        high = int(conn.execute(q("mem_max_id")).fetchone()[0])
+        high = store.max_memory_id(conn)
         return pending_rows(conn, limit, self.indexed_upto), high
 
     def done(self, rows: list[Any], high: int, limit: int) -> None:

@@ -23,8 +23,8 @@ from engine.memory.context import HEADER, echo_injection_id
 from engine.memory.embed import Embedder, check_model, vec_blob
 from engine.memory.ranking import importance_from_salience
 from engine.memory.tokens import fts_tokens
+from engine.store import memory as store
 from engine.store.connect import transaction
-from engine.store.queries import q
 from engine.times import parse_instant
 
 ROLES = ("user", "companion")
@@ -98,7 +98,7 @@ def write_message(conn: Any, turn_id: str, role: str, text: str, ts: float, ts_i
     """Insert one message and its memory row; returns (message_id, memory_id or None when it existed).
 
     With `vector` None the memory is left pending for engine/memory/indexer.py (keyword-searchable now)."""
-    existing = conn.execute(q("mem_get_message"), {"turn_id": turn_id, "role": role}).fetchone()
+    existing = store.message_of(conn, turn_id, role)
     if existing is not None:
         if existing["text"] != text:
             raise ConflictError(
@@ -106,20 +106,15 @@ def write_message(conn: Any, turn_id: str, role: str, text: str, ts: float, ts_i
                 "(send a new turn_id for a new message)"
             )
         return existing["id"], None
-    message_id = conn.execute(
-        q("mem_insert_message"),
-        {"turn_id": turn_id, "role": role, "text": text, "ts": ts, "ts_iso": ts_iso, "origin": origin, "now": now},
-    ).fetchone()[0]
+    message_id = store.insert_message(conn, turn_id=turn_id, role=role, text=text, ts=ts, ts_iso=ts_iso,
+                                      origin=origin, now=now)
     sal = heuristic_salience(text, role) if salience is None else float(salience)
     # Only a caller's salience moves importance: on MADial-Bench the length-based guess cost 2 points of
     # Recall@5, so a guessed salience stays neutral (importance 5 -> multiplier 1.0).
     importance = 5.0 if salience is None else importance_from_salience(sal)
-    memory_id = conn.execute(
-        q("mem_insert_episodic_chat"),
-        {"message_id": message_id, "turn_id": turn_id, "role": role, "ts": ts, "raw": text, "salience": sal,
-         "importance": importance, "echo": echo, "now": now},
-    ).fetchone()[0]
-    conn.execute(q("mem_insert_fts"), {"id": memory_id, "tokens": fts_tokens(text)})
+    memory_id = store.insert_chat_memory(conn, message_id=message_id, turn_id=turn_id, role=role, ts=ts, raw=text,
+                                         salience=sal, importance=importance, echo=echo, now=now)
+    store.insert_fts(conn, memory_id, fts_tokens(text))
     if vector is not None:
         write_vector(conn, memory_id, vector)
     return message_id, memory_id
@@ -128,8 +123,8 @@ def write_message(conn: Any, turn_id: str, role: str, text: str, ts: float, ts_i
 def write_vector(conn: Any, memory_id: int, vector: np.ndarray) -> None:
     """The two vector rows of a memory: mem_vec (sqlite-vec lane) and mem_embedding (rescoring, RAM index)."""
     blob = vec_blob(vector)
-    conn.execute(q("mem_insert_vec"), {"id": memory_id, "embedding": blob})
-    conn.execute(q("mem_insert_embedding"), {"id": memory_id, "embedding": blob})
+    store.insert_vector(conn, memory_id, blob)
+    store.insert_embedding(conn, memory_id, blob)
 
 
 def record_turn(conn: Any, embedder: Embedder, turn: TurnInput, now: float, *, origin: str = "api",
@@ -194,24 +189,21 @@ def record_turns_bulk(conn: Any, embedder: Embedder, turns: Sequence[TurnInput],
 
 def index_life_event(conn: Any, embedder: Embedder, life_event_id: int, now: float) -> int:
     """The memory row of a TOLD life event (idempotent); an untold event is refused, nothing written."""
-    row = conn.execute(q("mem_get_life_event"), {"id": life_event_id}).fetchone()
+    row = store.life_event(conn, life_event_id)
     if row is None:
         raise InputError(f"life event {life_event_id} does not exist")
     if row["told"] != 1:
         # Untold life never becomes recallable memory; its text is not in this message on purpose.
         raise InputError(f"life event {life_event_id} is untold (told=0); only told life events become memories")
-    existing = conn.execute(q("mem_episodic_for_life"), {"life_event_id": life_event_id}).fetchone()
+    existing = store.memory_of_life_event(conn, life_event_id)
     if existing is not None:
-        return int(existing["id"])
+        return existing
     vector = embedder.embed_passages([row["text"]])[0]
     with transaction(conn):
         check_model(conn, embedder, now)
         sal = 0.6
-        memory_id = conn.execute(
-            q("mem_insert_episodic_life"),
-            {"life_event_id": life_event_id, "ts": row["ts"], "raw": row["text"], "salience": sal,
-             "importance": importance_from_salience(sal), "now": now},
-        ).fetchone()[0]
-        conn.execute(q("mem_insert_fts"), {"id": memory_id, "tokens": fts_tokens(row["text"])})
+        memory_id = store.insert_life_memory(conn, life_event_id=life_event_id, ts=row["ts"], raw=row["text"],
+                                             salience=sal, importance=importance_from_salience(sal), now=now)
+        store.insert_fts(conn, memory_id, fts_tokens(row["text"]))
         write_vector(conn, memory_id, vector)
     return int(memory_id)

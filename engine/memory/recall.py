@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -29,8 +28,9 @@ from engine.memory.tokens import (
     same_text_key,
 )
 from engine.settings import LifeSettings, MemorySettings
+from engine.store import memory as memory_store
+from engine.store import recall as store
 from engine.store.connect import database_file
-from engine.store.queries import q
 
 FAR_FUTURE = 1e13
 WINDOW_CAP = 200  # memories of one time window scored at most, the latest first (~1 ms of vector reads at 100k)
@@ -119,8 +119,7 @@ def vector_score(cosine: float, floor: float) -> float:
 
 
 def candidate_vectors(conn: Any, ids: Sequence[int]) -> dict[int, np.ndarray]:
-    rows = conn.execute(q("mem_vectors_of"), {"ids": json.dumps(list(ids))}).fetchall()
-    return {row["id"]: np.frombuffer(row["embedding"], dtype=np.float32) for row in rows}
+    return {row["id"]: np.frombuffer(row["embedding"], dtype=np.float32) for row in memory_store.vectors_of(conn, ids)}
 
 
 def add_window_lane(conn: Any, lanes: Lanes, window: timeq.TimeWindow, n: int) -> None:
@@ -130,8 +129,7 @@ def add_window_lane(conn: Any, lanes: Lanes, window: timeq.TimeWindow, n: int) -
     cosine with it, below the two lanes' cut; so the window's own memories become candidates.
     """
     assert lanes.query_vec is not None
-    ids = [r["id"] for r in conn.execute(q("mem_ids_in_window"),
-                                         {"start": window.start, "end": window.end, "cap": WINDOW_CAP})]
+    ids = store.ids_in_window(conn, window.start, window.end, WINDOW_CAP)
     fresh = [i for i in ids if i not in lanes.cosines]
     scored = []
     for memory_id, vec in candidate_vectors(conn, fresh).items():
@@ -305,8 +303,8 @@ def asks_about_now(query: str, tail_chars: int = 40) -> bool:
 def vector_lane(conn: Any, query_vec: np.ndarray, n: int, index_from: int) -> dict[int, float]:
     """The n nearest memories by cosine (exact either way): sqlite-vec's vec0 scan on small histories,
     the in-process numpy matrix (engine/memory/vector_index.py) from `index_from` memories on."""
-    if conn.execute(q("mem_max_id")).fetchone()[0] < index_from:
-        rows = conn.execute(q("mem_vec_knn"), {"embedding": vec_blob(query_vec), "k": n}).fetchall()
+    if memory_store.max_memory_id(conn) < index_from:
+        rows = store.nearest_vectors(conn, vec_blob(query_vec), n)
         return {row["id"]: 1.0 - float(row["distance"]) for row in rows}
     return vector_index.nearest(conn, query_vec, n)
 
@@ -349,7 +347,7 @@ def common_term_filter(conn: Any, max_id: int, query: str = "") -> Callable[[str
     """
     if max_id < COMMON_TERM_MIN_ROWS:
         return None
-    conn.execute(q("mem_create_vocab"))
+    store.open_term_vocabulary(conn)
     limit = COMMON_TERM_FRACTION * max_id
     cache = _TERM_DOC_COUNTS.counts_for(conn, max_id)
     known: dict[str, int] = {} if cache is None else cache
@@ -363,15 +361,13 @@ def common_term_filter(conn: Any, max_id: int, query: str = "") -> Callable[[str
         fts_query(query, keep=note)  # collects the terms the real call will ask about
         unknown = [t for t in asked if t not in known]
         if unknown:
-            counts = {row["term"]: int(row["doc"]) for row in
-                      conn.execute(q("mem_terms_doc_counts"), {"terms": json.dumps(unknown, ensure_ascii=False)})}
+            counts = store.terms_doc_counts(conn, unknown)
             known.update({t: counts.get(t, 0) for t in unknown})
 
     def doc_count(term: str) -> int:
         if term in known:
             return known[term]
-        row = conn.execute(q("mem_term_doc_count"), {"term": term}).fetchone()
-        count = 0 if row is None else int(row[0])
+        count = store.term_doc_count(conn, term)
         known[term] = count
         return count
 
@@ -395,14 +391,14 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
     keyword_ids: set[int] = set()
     line_vecs = None
     line_best = None
-    max_id = conn.execute(q("mem_max_id")).fetchone()[0]
+    max_id = memory_store.max_memory_id(conn)
     if hybrid and embedder is not None and query_vec is None:
         # Before the keyword lane, not beside it: the query embeds on every core, and SQLite running
         # at the same time takes a core from it (bench at 100k: p95 52 ms in turn, 56-59 side by side).
         query_vec = embedder.embed_queries([query])[0]
     match = fts_query(query, keep=common_term_filter(conn, max_id, query))
     if match:
-        keyword_ids = {row["id"] for row in conn.execute(q("mem_fts_search"), {"match": match, "k": n})}
+        keyword_ids = store.keyword_search(conn, match, n)
     if hybrid and embedder is not None:
         assert query_vec is not None
         cosines.update(vector_lane(conn, query_vec, n, index_from))
@@ -456,7 +452,7 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     if window is not None and hybrid:
         add_window_lane(conn, lanes, window, n)
     ids = set(lanes.cosines) | lanes.keyword_ids
-    rows = list(conn.execute(q("mem_gated_rows"), {"ids": json.dumps(sorted(ids)), "as_of": limit_ts}).fetchall())
+    rows = store.gated_rows(conn, sorted(ids), limit_ts)
     by_id = {r["id"]: r for r in rows}
     mode = "hybrid" if hybrid else "keyword"
     if hybrid and params.use_small_talk and rows and not (params.use_self_question and asks_about_self(text)):
@@ -468,7 +464,7 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     # The tokens ingest stored are doc_terms' set (words + bigrams): reading them costs 0.7 ms for 48
     # candidates, segmenting the texts again 5.5 ms.
     stored = {row["id"]: frozenset(row["tokens"].split()) for row in
-              conn.execute(q("mem_fts_tokens_of"), {"ids": json.dumps([r["id"] for r in rows])})}
+              store.stored_tokens(conn, [r["id"] for r in rows])}
     if params.use_lexicon and settings.lexicon_terms > 0:
         weights = lexicon_expanded(weights, settings.lexicon_terms)
     cands = [

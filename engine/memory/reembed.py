@@ -10,14 +10,14 @@ import numpy as np
 from engine.memory import vector_index
 from engine.memory.embed import Embedder
 from engine.memory.ingest import write_vector
+from engine.store import memory as store
 from engine.store.connect import transaction
-from engine.store.queries import q
 
 
 def reembed(conn: Any, embedder: Embedder, now: float, *, batch: int = 64,
             progress: Callable[[int, int], None] | None = None) -> int:
     """Embed all rows first (no lock held), then drop and refill mem_vec in one transaction."""
-    rows = conn.execute(q("mem_all_episodic_for_reembed")).fetchall()
+    rows = store.episodes_for_reembed(conn)
     vectors = np.zeros((len(rows), embedder.dim), dtype=np.float32)
     for start in range(0, len(rows), batch):
         chunk = rows[start : start + batch]
@@ -25,11 +25,9 @@ def reembed(conn: Any, embedder: Embedder, now: float, *, batch: int = 64,
         if progress:
             progress(start + len(chunk), len(rows))
     with transaction(conn):
-        conn.execute(q("mem_drop_mem_vec"))
-        conn.execute(q("mem_create_mem_vec").format(dim=int(embedder.dim)))
-        conn.execute(q("mem_delete_embeddings"))
+        store.recreate_vector_tables(conn, embedder.dim)
         for row, vector in zip(rows, vectors, strict=True):
             write_vector(conn, row["id"], vector)
-        conn.execute(q("mem_set_embedding_model"), {"name": embedder.name, "dim": embedder.dim, "now": now})
+        store.set_embedding_model(conn, embedder.name, embedder.dim, now)
     vector_index.forget(conn)
     return len(rows)

@@ -12,7 +12,6 @@ block's facts are recorded with it (fact_ids_json) but a fact has no strength to
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,8 +19,8 @@ from typing import Any
 
 from engine.errors import ConflictError, InputError
 from engine.memory import ranking
+from engine.store import memory as store
 from engine.store.connect import transaction
-from engine.store.queries import q
 
 
 @dataclass(frozen=True)
@@ -39,14 +38,14 @@ def strengthen(conn: Any, memory_ids: Iterable[int], now: float) -> int:
     count = 0
     with transaction(conn):
         for memory_id in dict.fromkeys(memory_ids):
-            row = conn.execute(q("mem_strength_of"), {"id": memory_id}).fetchone()
+            row = store.memory_strength(conn, memory_id)
             if row is None:
                 continue
             last = row["last_recalled_at"] or row["ts"]
             gap_days = max(0.0, now - last) / ranking.DAY_S
             strength = ranking.strength_after_recall(row["accessibility"], gap_days)
             if math.isfinite(strength):
-                conn.execute(q("mem_bump_recall"), {"id": memory_id, "accessibility": strength, "now": now})
+                store.bump_recall(conn, memory_id, strength, now)
                 count += 1
     return count
 
@@ -58,14 +57,14 @@ def confirm_use(conn: Any, turn_id: str, injection_id: str | None, now: float) -
     ConflictError: raised inside the turn's transaction, so the turn is not recorded either.
     """
     with transaction(conn):
-        already = conn.execute(q("mem_injections_used_by_turn"), {"turn_id": turn_id}).fetchone()
+        already = store.injection_used_by_turn(conn, turn_id)
         if already is not None:  # a replay: this turn confirmed its block before
             if injection_id is not None and injection_id != already["id"]:
                 raise ConflictError(f"turn {turn_id} already confirmed injection {already['id']}; "
                                     "a reply uses one context block")
             return UseConfirmed(str(already["id"]), 0)
         if injection_id is not None:
-            row = conn.execute(q("mem_injection_by_id"), {"id": injection_id}).fetchone()
+            row = store.injection(conn, injection_id)
             if row is None:
                 raise InputError(f"turn {turn_id}: injection_id {injection_id!r} was never handed out by "
                                  "/v1/context; send the injection_id of the context this reply used, or none")
@@ -73,12 +72,10 @@ def confirm_use(conn: Any, turn_id: str, injection_id: str | None, now: float) -
                 raise ConflictError(f"turn {turn_id}: injection {injection_id} was already used by turn "
                                     f"{row['used_turn_id']}; each context block confirms one reply")
         else:
-            row = conn.execute(q("mem_newest_injection_for_turn"), {"turn_id": turn_id}).fetchone()
+            row = store.newest_injection_for_turn(conn, turn_id)
             if row is None or row["used_at"] is not None:
                 return UseConfirmed(None, 0)  # no block was asked for this turn: nothing was used
-        marked = conn.execute(q("mem_mark_injection_used"),
-                              {"id": row["id"], "turn_id": turn_id, "now": now}).fetchone()
-        if marked is None:
+        memory_ids = store.mark_injection_used(conn, row["id"], turn_id, now)
+        if memory_ids is None:
             return UseConfirmed(None, 0)
-        memory_ids = [int(i) for i in json.loads(marked["memory_ids_json"])]
         return UseConfirmed(str(row["id"]), strengthen(conn, memory_ids, now))

@@ -15,15 +15,14 @@ which ids up to its max had no vector yet and picks their vectors up once they e
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from engine.store import memory as store
 from engine.store.connect import database_file
-from engine.store.queries import q
 
 _LOCK = threading.Lock()
 
@@ -66,16 +65,16 @@ def _stack(rows: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _rows(conn: Any, after_id: int) -> tuple[np.ndarray, np.ndarray]:
-    return _stack(conn.execute(q("mem_embeddings_after"), {"after": after_id}))
+    return _stack(store.embeddings_after(conn, after_id))
 
 
 def _missing(conn: Any, after: int, upto: int) -> set[int]:
-    return {int(row["id"]) for row in conn.execute(q("mem_pending_ids_between"), {"after": after, "upto": upto})}
+    return store.pending_ids_between(conn, after, upto)
 
 
 def _late_rows(conn: Any, missing: set[int]) -> tuple[np.ndarray, np.ndarray]:
     """The vectors that appeared since for ids that were missing (the indexer filled them)."""
-    return _stack(conn.execute(q("mem_vectors_of"), {"ids": json.dumps(sorted(missing))}))
+    return _stack(store.vectors_of(conn, sorted(missing)))
 
 
 def _append(index: _Index, ids: np.ndarray, matrix: np.ndarray) -> None:
@@ -108,11 +107,10 @@ def forget(conn: Any) -> None:
 
 def _current(conn: Any) -> _Index:
     """This database's index, built on first use and brought up to date with the vectors written since."""
-    stamp_row = conn.execute(q("mem_get_embedding_stamp")).fetchone()
     # A forget (engine/memory/forget.py) removes vectors below the max id and may free ids for reuse:
     # its generation is part of the stamp, so the matrix is rebuilt and never serves a forgotten row.
-    stamp = (*(tuple(stamp_row) if stamp_row else ()), conn.execute(q("forget_generation")).fetchone()[0])
-    max_id = conn.execute(q("mem_max_embedding_id")).fetchone()[0]
+    stamp = (*store.embedding_stamp(conn), store.forget_generation(conn))
+    max_id = store.max_embedding_id(conn)
     key = _db_key(conn)
     with _LOCK:
         index = _CACHE.get(key)
@@ -137,7 +135,7 @@ def _current(conn: Any) -> _Index:
 def warm(conn: Any, index_from: int) -> int:
     """Build the index now if recall will use it (the daemon calls this at start), so that the first
     reply does not pay for loading every vector (1.3 s at 100k memories); returns the rows loaded."""
-    if (conn.execute(q("mem_max_id")).fetchone()[0] or 0) < index_from:
+    if store.max_memory_id(conn) < index_from:
         return 0
     return len(_current(conn).ids)
 
