@@ -8,6 +8,7 @@ the offer's `text`, nor in the daemon's log.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from datetime import datetime, timedelta, timezone
@@ -136,7 +137,11 @@ async def test_scripted_conversation_over_the_socket(tmp_path: Path, start_daemo
         # Her mood responds: the run of hard news (turns 6-10) leaves her lower than the warm start (1-5).
         assert moods[9]["v"] < moods[4]["v"] - 0.05
 
-        # Context blocks cite the right turns.
+        # Context blocks cite the right turns, on an indexed history: under load the indexer can trail the
+        # script, and a context only embeds the newest pending turns itself (read-your-writes has its own test).
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and (await her.call("GET", "/v1/health"))[1].get("vectors_pending"):
+            await asyncio.sleep(0.05)
         _, cat = await her.call("POST", "/v1/context", {"query": "芝麻打疫苗", "turn_id": "q1"})
         assert "t03" in cat["context"] and cat["injection_id"]
         _, job = await her.call("POST", "/v1/context", {"query": "上海面试", "turn_id": "q2"})
