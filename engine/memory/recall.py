@@ -30,6 +30,7 @@ from engine.memory.tokens import (
 from engine.settings import LifeSettings, MemorySettings
 from engine.store import memory as memory_store
 from engine.store import recall as store
+from engine.store.caches import FileCache, file_cache
 from engine.store.connect import database_file
 
 FAR_FUTURE = 1e13
@@ -314,27 +315,34 @@ class TermDocCounts:
 
     Looking a term up in fts5vocab costs ~0.1 ms, and a Chinese query has 20 to 60 terms: 2.6 ms of
     a 45 ms recall at 100k memories. The counts only decide which terms are too common to search,
-    so a count that is a few percent stale changes nothing that matters.
+    so a count that is a few percent stale changes nothing that matters. The counts live in a
+    FileCache (engine/store/caches.py), keyed by file identity, with the max id at fill time as the
+    fingerprint: the refill rule below judges it (approximate by design, not an equality).
     """
 
     MAX_TERMS = 50_000
     REFRESH_GROWTH = 1.05
 
-    def __init__(self) -> None:
-        self._files: dict[str, tuple[int, dict[str, int]]] = {}
+    def __init__(self, cache: FileCache[dict[str, int]] | None = None) -> None:
+        self._cache: FileCache[dict[str, int]] = cache if cache is not None else FileCache("term_doc_counts")
 
     def counts_for(self, conn: Any, max_id: int) -> dict[str, int] | None:
-        path = database_file(conn)
-        if path is None:  # an in-memory database: nothing to key on
+        if database_file(conn) is None:  # an in-memory database: short-lived, not worth remembering
             return None
-        filled_at, counts = self._files.get(path, (0, {}))
-        if max_id > filled_at * self.REFRESH_GROWTH or max_id < filled_at or len(counts) > self.MAX_TERMS:
+        held = self._cache.peek(conn, 0)
+        filled_at = held[0] if held is not None and isinstance(held[0], int) else 0
+        counts = {} if held is None else held[1]
+        if held is None or max_id > filled_at * self.REFRESH_GROWTH or max_id < filled_at or len(counts) > self.MAX_TERMS:
             counts = {}
-            self._files[path] = (max_id, counts)
+            self._cache.put(conn, 0, max_id, counts)
         return counts
 
+    def clear(self) -> None:
+        """Forget the counts of every file (benches measuring cold caches)."""
+        self._cache.clear()
 
-_TERM_DOC_COUNTS = TermDocCounts()
+
+_TERM_DOC_COUNTS = TermDocCounts(file_cache("term_doc_counts"))
 
 
 def common_term_filter(conn: Any, max_id: int, query: str = "") -> Callable[[str], bool] | None:

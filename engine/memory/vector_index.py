@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from engine.store import caches
 from engine.store import memory as store
-from engine.store.connect import database_file
 
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # one update of the matrix at a time: it grows in place
 
 
 @dataclass
@@ -45,11 +45,9 @@ class _Index:
         return self.buffer[: self.size]
 
 
-_CACHE: dict[str, _Index] = {}
-
-
-def _db_key(conn: Any) -> str:
-    return database_file(conn) or f"memory:{id(conn)}"
+# Keyed by file identity (engine/store/caches.py): a file replaced at the same path (anima restore)
+# is never served the old matrix. The fingerprint is the stamp; the index grows in place between builds.
+_CACHE: caches.FileCache[_Index] = caches.file_cache("vector_index")
 
 
 def _stack(rows: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -101,8 +99,7 @@ def _append(index: _Index, ids: np.ndarray, matrix: np.ndarray) -> None:
 
 def forget(conn: Any) -> None:
     """Drop this database's cached index (after anima reembed in this process)."""
-    with _LOCK:
-        _CACHE.pop(_db_key(conn), None)
+    _CACHE.drop(conn)
 
 
 def _current(conn: Any) -> _Index:
@@ -111,14 +108,15 @@ def _current(conn: Any) -> _Index:
     # its generation is part of the stamp, so the matrix is rebuilt and never serves a forgotten row.
     stamp = (*store.embedding_stamp(conn), store.forget_generation(conn))
     max_id = store.max_embedding_id(conn)
-    key = _db_key(conn)
     with _LOCK:
-        index = _CACHE.get(key)
+        held = _CACHE.peek(conn, 0)
+        index = None if held is None else held[1]
         if index is None or index.stamp != stamp or max_id < index.max_id:
             ids, matrix = _rows(conn, 0)
-            index = _CACHE[key] = _Index(stamp, max_id, np.zeros(0, dtype=np.int64),
-                                         np.zeros((0, 0), dtype=np.float32), _missing(conn, 0, max_id))
+            index = _Index(stamp, max_id, np.zeros(0, dtype=np.int64),
+                           np.zeros((0, 0), dtype=np.float32), _missing(conn, 0, max_id))
             _append(index, ids, matrix)
+            _CACHE.put(conn, 0, stamp, index)
         else:
             if index.missing:
                 late_ids, late = _late_rows(conn, index.missing)

@@ -66,6 +66,28 @@ class FileCache(Generic[T]):
             self._values[key] = (fingerprint, value)
         return value
 
+    def peek(self, conn: Any, part: Hashable) -> tuple[Hashable, T] | None:
+        """(fingerprint, value) held for `conn`'s file and `part`, or None: for a holder that updates its
+        value in place (the vector matrix grows by the rows added since) and judges staleness itself."""
+        key = (file_identity(conn), part)
+        with self._lock:
+            return self._values.get(key)
+
+    def put(self, conn: Any, part: Hashable, fingerprint: Hashable, value: T) -> None:
+        """Hold `value` for `conn`'s file and `part` under `fingerprint` (a build by the holder), dropping
+        what an older file at this path held."""
+        key = (file_identity(conn), part)
+        with self._lock:
+            self.builds += 1
+            self._values.pop(key, None)
+            self._drop_stale_locked(key[0])
+            self._values[key] = (fingerprint, value)
+
+    def clear(self) -> None:
+        """Forget every value of every file (benches measuring cold caches)."""
+        with self._lock:
+            self._values.clear()
+
     def _drop_stale_locked(self, identity: FileKey) -> None:
         """Drop the values of an older file at this path (replaced), then the oldest files past max_files."""
         if identity[0] != "memory":
