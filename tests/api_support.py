@@ -7,13 +7,15 @@ limited to 107 bytes), and gives a client session over aiohttp.UnixConnector. Ti
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from daemon.clock import FakeClock
 from daemon.component import DaemonContext
 from daemon.db import AsyncStore
 from engine.companion import create_companion
-from engine.settings import ApiSettings, Settings
+from engine.settings import ApiSettings, HeartbeatSettings, Settings
 from engine.store import connect, migrate
 from engine.store.core import controls, get_companion, read_switches
 
@@ -203,3 +205,24 @@ class SocketClient:
                 body = {**body, "offer": {**body["offer"], "text": ""}}
             parts.append(json.dumps(body, ensure_ascii=False))
         return "\n".join(parts)
+
+
+@contextlib.asynccontextmanager
+async def running_daemon(db: Path, clock: FakeClock) -> AsyncIterator[tuple[Any, RecordingLog]]:
+    """A real Daemon on `db` (hourly heartbeat, no components) with a recording log, started and stopped cleanly.
+
+    The test drives its beats itself (clock.advance + await daemon.heartbeat()); leaving the block stops it.
+    """
+    from daemon.app import Daemon
+
+    daemon = Daemon(Settings(heartbeat=HeartbeatSettings(interval_s=3600)), db, clock, None, components=[])
+    log = daemon.log = RecordingLog()
+    task = asyncio.create_task(daemon.run())
+    async with asyncio.timeout(20):
+        while daemon.beat_task is None:
+            await asyncio.sleep(0.005)
+    try:
+        yield daemon, log
+    finally:
+        daemon.stopping.set()
+        await asyncio.wait_for(task, 10)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import errno
 import io
@@ -16,7 +15,6 @@ from typing import Any
 import pytest
 
 from daemon import logs
-from daemon.app import Daemon
 from daemon.cli import main
 from daemon.cli.cmd_doctor import _seconds, check_units
 from daemon.cli.env import CliEnv
@@ -27,7 +25,7 @@ from engine.settings import HeartbeatSettings, MemorySettings, Settings
 from engine.store import connect, oplog
 from engine.store import life as life_store
 from engine.store.core import events, set_control, stored_controls
-from tests.api_support import T0, RecordingLog, make_database
+from tests.api_support import T0, make_database, running_daemon
 
 
 @pytest.fixture
@@ -133,13 +131,7 @@ def test_doctor_reads_installed_units_against_the_heartbeat(tmp_path: Path) -> N
 async def test_the_daemon_logs_each_recorded_write_once_even_a_change_and_its_undo(tmp_path: Path) -> None:
     db = tmp_path / "her.db"
     clock = FakeClock(T0)
-    daemon = Daemon(Settings(heartbeat=HeartbeatSettings(interval_s=3600)), db, clock, None, components=[])
-    log = daemon.log = RecordingLog()
-    task = asyncio.create_task(daemon.run())
-    async with asyncio.timeout(20):
-        while daemon.beat_task is None:
-            await asyncio.sleep(0.005)
-    try:
+    async with running_daemon(db, clock) as (daemon, log):
         conn = connect(db)
         set_control(conn, "memory_hybrid", False, T0, actor="cli")
         set_control(conn, "memory_hybrid", True, T0, actor="cli")  # undone before the next beat
@@ -150,9 +142,6 @@ async def test_the_daemon_logs_each_recorded_write_once_even_a_change_and_its_un
         await daemon.heartbeat()
         clock.advance(15)
         await daemon.heartbeat()  # nothing new: nothing logged twice
-    finally:
-        daemon.stopping.set()
-        await asyncio.wait_for(task, 10)
     changed = log.named("control.changed")
     assert [(c["key"], c["old"], c["new"], c["actor"]) for c in changed] == [
         ("memory_hybrid", True, False, "cli"), ("memory_hybrid", False, True, "cli")]
@@ -231,16 +220,9 @@ async def test_writes_made_while_the_daemon_was_down_are_logged_once_at_its_next
 
     clock = FakeClock(time.time())
     for run in range(2):  # the first start logs it; a clean stop and a second start do not repeat it
-        daemon = Daemon(Settings(heartbeat=HeartbeatSettings(interval_s=3600)), cli.db, clock, None, components=[])
-        log = daemon.log = RecordingLog()
-        task = asyncio.create_task(daemon.run())
-        async with asyncio.timeout(20):
-            while daemon.beat_task is None:
-                await asyncio.sleep(0.005)
-        clock.advance(15)
-        await daemon.heartbeat()
-        daemon.stopping.set()
-        await asyncio.wait_for(task, 10)
+        async with running_daemon(cli.db, clock) as (daemon, log):
+            clock.advance(15)
+            await daemon.heartbeat()
         added = log.named("life.added")
         assert added == ([{"event_id": recorded[0]["id"], "actor": "cli", "life_event_id": event_id, "told": False}]
                          if run == 0 else [])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator
@@ -13,7 +12,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from daemon.app import Daemon
 from daemon.cli import main
 from daemon.clock import FakeClock
 from engine import control
@@ -21,12 +19,12 @@ from engine.companion import create_companion
 from engine.errors import InputError
 from engine.inner import resume_after_gap, step_inner
 from engine.persona import Persona
-from engine.settings import HeartbeatSettings, Settings
+from engine.settings import Settings
 from engine.store import connect, migrate
 from engine.store import life as life_store
 from engine.store.core import controls, events, get_companion, read_switches, set_control, stored_controls
 from engine.usecases.switches import change_switch, reset_switch
-from tests.api_support import T0, ApiHarness, RecordingLog, make_database
+from tests.api_support import T0, ApiHarness, make_database, running_daemon
 
 START = datetime(2025, 3, 3, 6, 0, tzinfo=ZoneInfo("Asia/Shanghai")).timestamp()
 
@@ -166,13 +164,7 @@ async def test_api_unknown_key_is_404_and_writes_nothing(api: ApiHarness) -> Non
 async def test_the_daemon_logs_a_cli_change_under_an_old_name_as_changed_and_deprecated(tmp_path: Path) -> None:
     db = tmp_path / "her.db"
     clock = FakeClock(T0)
-    daemon = Daemon(Settings(heartbeat=HeartbeatSettings(interval_s=3600)), db, clock, None, components=[])
-    log = daemon.log = RecordingLog()
-    task = asyncio.create_task(daemon.run())
-    async with asyncio.timeout(20):
-        while daemon.beat_task is None:
-            await asyncio.sleep(0.005)
-    try:
+    async with running_daemon(db, clock) as (daemon, log):
         conn = connect(db)
         change_switch(conn, "heartbeat", False, T0, actor="cli")
         conn.close()
@@ -180,8 +172,5 @@ async def test_the_daemon_logs_a_cli_change_under_an_old_name_as_changed_and_dep
         await daemon.heartbeat()
         assert daemon.ctx is not None and daemon.ctx.switches.mood_step is False
         assert daemon.ctx.controls["heartbeat"] is False  # the legacy view for unconverted readers
-    finally:
-        daemon.stopping.set()
-        await asyncio.wait_for(task, 10)
     assert [(c["key"], c["new"], c["actor"]) for c in log.named("control.changed")] == [("mood_step", False, "cli")]
     assert [(d["key"], d["now"]) for d in log.named("control.deprecated")] == [("heartbeat", "mood_step")]
