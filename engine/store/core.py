@@ -24,6 +24,11 @@ def insert_companion(conn: Any, **fields: Any) -> None:
     conn.execute(q("insert_companion"), fields)
 
 
+def set_companion_handle(conn: Any, handle: str) -> None:
+    """Record the id she is served under in a companions directory (engine/store/migrations/0014)."""
+    conn.execute(q("set_companion_handle"), {"handle": handle})
+
+
 def log_event(conn: Any, now: float, kind: str, **detail: Any) -> None:
     """Append one lifecycle event (never chat or life text: ids, lengths, counts)."""
     conn.execute(q("insert_event"), {"ts": now, "kind": kind, "detail_json": json.dumps(detail, ensure_ascii=False)})

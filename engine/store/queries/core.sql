@@ -2,12 +2,18 @@
 
 -- name: insert_companion
 -- Create her one companion row (id 1): name, birth facts, chart and persona, read-only after this.
-INSERT INTO companion (id, name, birth_local, birth_tz, birth_utc, birth_place, bazi_sect, chart_json, persona_json, created_at)
-VALUES (1, :name, :birth_local, :birth_tz, :birth_utc, :birth_place, :bazi_sect, :chart_json, :persona_json, :created_at)
+-- Her uid (engine/store/migrations/0014) is made here, once: random, never changed, carried by every copy.
+INSERT INTO companion (id, name, birth_local, birth_tz, birth_utc, birth_place, bazi_sect, chart_json, persona_json, created_at, uid)
+VALUES (1, :name, :birth_local, :birth_tz, :birth_utc, :birth_place, :bazi_sect, :chart_json, :persona_json, :created_at,
+        lower(hex(randomblob(16))))
 
 -- name: get_companion
 -- Her companion row (id 1), or nothing before anima init.
 SELECT * FROM companion WHERE id = 1
+
+-- name: set_companion_handle
+-- The id she is served under in a companions directory (the file's stem); written by `anima init --dir`.
+UPDATE companion SET handle = :handle WHERE id = 1
 
 -- name: insert_event
 -- Append one daemon lifecycle event (start, stop, gap, recovery, control change) to the event log.
