@@ -133,6 +133,7 @@ async def test_a_faulted_companion_answers_503_and_her_health_says_why(many: Any
 async def test_a_companion_that_goes_faulted_keeps_her_token_on_her_503(many: Any) -> None:
     assert (await many.call("GET", "/v1/companions/a1/health", token=many.tokens["a1"]))[0] == 200
     await many.unserve("a1", reason="database a1.db is locked by another daemon (pid 4242)")
+    assert (await many.call("GET", "/v1/companions/b2/state", token="a-miss-rebuilds-the-map"))[0] == 401
     assert (await many.call("GET", "/v1/companions/a1/health"))[0] == 401
     status, body = await many.call("GET", "/v1/companions/a1/health", token=many.tokens["a1"])
     assert status == 503 and "locked" in body["error"]["message"]
@@ -244,6 +245,11 @@ async def test_a_companion_served_later_is_known_to_the_token_map(many: Any, tmp
     assert (await many.call("GET", "/v1/companions/a1/state", token=d4_token))[0] == 403
     await many.unserve("d4")  # removed: her token is nobody's now
     assert (await many.call("GET", "/v1/companions/a1/state", token=d4_token))[0] == 401
+    await many.serve("d4")
+    assert (await many.call("GET", "/v1/companions/a1/state", token=d4_token))[0] == 403
+    many.server.companion_stopped("d4")  # the host says she stopped: her digests go at once
+    await many.unserve("d4")
+    assert (await many.call("GET", "/v1/companions/d4/state", token=d4_token))[0] == 404
 
 
 async def test_tcp_in_directory_mode_takes_the_listener_token_or_hers(tmp_path: Path,

@@ -80,6 +80,12 @@ class ApiServer:
         if self.app is not None:
             await self.app[APP].tokens.reload(SINGLE if handle is None else handle, ctx)
 
+    def companion_stopped(self, handle: str) -> None:
+        """She is no longer served (file removed, .stop marker, fault): drop her ApiState and token digests now,
+        so her caches and context do not outlive her (a request for her would also drop them, lazily)."""
+        if self.app is not None:
+            self.app[APP].forget(handle)
+
     async def stop(self) -> None:
         if self.runner is not None:
             await self.runner.cleanup()

@@ -68,6 +68,12 @@ class TokenBook:
         for digest in digests:
             self._owner[digest] = key
 
+    def drop(self, key: str | None) -> None:
+        """Forget her digests (she is no longer served)."""
+        if key in self._own:
+            self._set(key, None, NO_DIGESTS)
+            del self._own[key]
+
     async def owner(self, digest: str, registry: Any) -> tuple[bool, str | None]:
         """(found, key) of the served companion whose token has this digest; the map is rebuilt first when
         the registry serves other companions (or other contexts) than when it was last built."""
@@ -75,9 +81,8 @@ class TokenBook:
         if served != self._served:
             contexts = {key: registry.single if key is SINGLE else registry.get(key) for key, _ in served}
             await asyncio.gather(*(self.of(key, ctx) for key, ctx in contexts.items() if ctx is not None))
-            for key in [k for k in self._own if k not in contexts]:
-                self._set(key, None, NO_DIGESTS)  # gone: her tokens open nothing any more
-                del self._own[key]
+            for key in [k for k in self._own if k not in contexts and (k is None or registry.fault(k) is None)]:
+                self.drop(key)  # gone: her tokens open nothing any more (a faulted one's still guard her 503)
             self._served = served
         if digest in self._owner:
             return True, self._owner[digest]
