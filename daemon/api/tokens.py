@@ -57,8 +57,12 @@ class TokenBook:
     async def reload(self, key: str | None, ctx: Any) -> frozenset[str]:
         """Read her digests again (her heartbeat; a new context) and update the reverse map."""
         digests: frozenset[str] = await ctx.store.call(token_digests)
-        self._set(key, ctx, digests)
+        self.read(key, ctx, digests)
         return digests
+
+    def read(self, key: str | None, ctx: Any, digests: frozenset[str]) -> None:
+        """Her digests as just read from her file through `ctx` (by reload, or by her heartbeat's own DB call)."""
+        self._set(key, ctx, digests)
 
     def _set(self, key: str | None, ctx: Any, digests: frozenset[str]) -> None:
         for old in self.known(key) - digests:
