@@ -37,6 +37,11 @@ from engine.errors import ConfigError, InputError, StoreError
 
 MONITOR_S = 0.2  # how often Litestream looks at each WAL for new commits
 SYNC_S = 0.2  # how often it uploads what it has to the replica
+# Litestream holds a read transaction on the WAL, so anima's own checkpoints cannot copy past it nor start
+# the log over (daemon/checkpoint.py); Litestream's checkpoints bound the WAL instead. They start at half of
+# anima's 4 MB TRUNCATE point (4 KB pages), so the daemon's truncate rarely has anything to do.
+MIN_CHECKPOINT_PAGES = 512
+TRUNCATE_PAGES = 2048  # 8 MB: Litestream's own TRUNCATE, the hard bound under a flat-out stream
 S3_OPTIONS = ("endpoint", "region", "force-path-style", "sign-payload")
 # A Litestream 0.5 S3 client ignores none of these: AWS_CA_BUNDLE makes it fail outright ("unable to add
 # custom RootCAs HTTPClient"), measured with 0.5.17; the restore subprocess is run without it.
@@ -135,6 +140,8 @@ def litestream_config(dbs: list[Path], base: ReplicaUrl, *, monitor_s: float = M
         target = base.child(replica_name(db))
         lines += [f"  - path: {_yaml(str(db.absolute()))}",
                   f"    monitor-interval: {_seconds(monitor_s)}",
+                  f"    min-checkpoint-page-count: {MIN_CHECKPOINT_PAGES}",
+                  f"    truncate-page-n: {TRUNCATE_PAGES}",
                   "    replica:",
                   f"      url: {_yaml(target.bare())}",
                   f"      sync-interval: {_seconds(sync_s)}"]
