@@ -41,6 +41,7 @@ SYNC_S = 0.2  # how often it uploads what it has to the replica
 # the log over (daemon/checkpoint.py); Litestream's checkpoints bound the WAL instead. They start at half of
 # anima's 4 MB TRUNCATE point (4 KB pages), so the daemon's truncate rarely has anything to do.
 MIN_CHECKPOINT_PAGES = 512
+CHECKPOINT_SLACK_S = 1.0  # see lag_seconds: changes of the file this soon after a shipped position are checkpoints
 TRUNCATE_PAGES = 2048  # 8 MB: Litestream's own TRUNCATE, the hard bound under a flat-out stream
 S3_OPTIONS = ("endpoint", "region", "force-path-style", "sign-payload")
 # A Litestream 0.5 S3 client ignores none of these: AWS_CA_BUNDLE makes it fail outright ("unable to add
@@ -255,28 +256,30 @@ def local_positions(db: Path) -> list[Position]:
 
 
 def last_commit_at(db: Path) -> float | None:
-    """When the newest commit was written: the -wal's mtime while it holds frames, else the file's."""
-    wal = Path(f"{db}-wal")
-    try:
-        st = wal.stat()
+    """When the file last changed: the newer mtime of the database and its -wal (None when absent).
+
+    A commit lands in the -wal, and reaches the file itself when a checkpoint copies it (or when the last
+    connection closes); either way one of the two mtimes moves. A checkpoint of frames already shipped
+    moves the file's too, which lag_seconds absorbs with its slack."""
+    times = []
+    for path in (db, Path(f"{db}-wal")):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
         if st.st_size > 0:
-            return st.st_mtime
-    except FileNotFoundError:
-        pass
-    try:
-        return db.stat().st_mtime
-    except FileNotFoundError:
-        return None
+            times.append(st.st_mtime)
+    return max(times) if times else None
 
 
 def lag_seconds(last_commit: float | None, local: list[Position], replica: list[Position],
-                slack_s: float = 0.05) -> float | None:
+                slack_s: float = CHECKPOINT_SLACK_S) -> float | None:
     """Seconds between the newest local commit and the newest replicated position (0 when all is shipped);
     None when nothing was ever replicated. Pure.
 
     Litestream turns commits into local LTX files and ships those; a commit is shipped when the replica
-    holds the newest local txid and that LTX file is not older than the commit (`slack_s` absorbs the
-    mtime of the WAL being touched in the same instant Litestream reads it).
+    holds the newest local txid and that LTX file is not older than the file's last change, give or take
+    `slack_s`: Litestream checkpoints right after it ships, which touches the file with nothing new in it.
     """
     if not replica:
         return None

@@ -61,9 +61,10 @@ def test_config_has_one_entry_per_companion_at_url_slash_handle(tmp_path: Path) 
 def test_lag_is_zero_when_shipped_and_the_gap_to_the_replicated_position_otherwise() -> None:
     local = [Position(1, 100.0), Position(2, 110.0), Position(3, 120.0)]
     assert lag_seconds(119.99, local, [Position(3, 120)]) == 0.0  # all shipped
+    assert lag_seconds(120.5, local, [Position(3, 120)]) == 0.0  # Litestream's checkpoint after it shipped
     assert lag_seconds(125.0, local, [Position(2, 110)]) == pytest.approx(15.0)  # txid 3 (and more) not shipped
     assert lag_seconds(130.0, local, [Position(3, 120)]) == pytest.approx(10.0)  # a commit Litestream has not seen
-    assert lag_seconds(130.0, [], [Position(3, 129)]) == pytest.approx(1.0)  # no local metadata: replica's time
+    assert lag_seconds(132.0, [], [Position(3, 129)]) == pytest.approx(3.0)  # no local metadata: the listing's time
     assert lag_seconds(130.0, local, []) is None  # nothing was ever replicated
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,10 @@ def replication_rows(path: Path) -> list[dict[str, Any]]:
     entries = replicas_of_config(text)
     if not entries:
         raise InputError(f"litestream config {path} names no database")
-    return [{"companion": db.stem, **lag_of(db, url)} for db, url in entries]
+    # One `litestream ltx` per companion, mostly waiting on the replica's listing: a few at a time.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        lags = list(pool.map(lambda entry: lag_of(*entry), entries))
+    return [{"companion": db.stem, **lag} for (db, _), lag in zip(entries, lags, strict=True)]
 
 
 def handle_status(args: argparse.Namespace, env: CliEnv) -> int:
