@@ -171,8 +171,35 @@ def litestream_binary(environ: Mapping[str, str] = os.environ) -> Path:
                       "package) or set ANIMA_LITESTREAM to the binary")
 
 
+DEFAULT_ENV_FILE = Path("/etc/anima/litestream.env")  # the unit's EnvironmentFile= (S3 credentials)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines of a systemd EnvironmentFile (comments and blanks skipped, one level of quotes
+    removed); {} when it is absent or unreadable (then the caller's own environment must hold them)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ";")) or "=" not in stripped:
+            continue
+        key, _, value = stripped.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
 def litestream_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    return {k: v for k, v in environ.items() if k not in UNSUPPORTED_ENV}
+    """The environment of a litestream run: ours, plus the credentials of $ANIMA_LITESTREAM_ENV (default
+    /etc/anima/litestream.env, what the unit reads) for what ours lacks, minus what breaks its S3 client."""
+    extra = read_env_file(Path(environ.get("ANIMA_LITESTREAM_ENV") or DEFAULT_ENV_FILE))
+    merged = {**extra, **environ}
+    return {k: v for k, v in merged.items() if k not in UNSUPPORTED_ENV}
 
 
 def _run(args: list[str], timeout: float, environ: Mapping[str, str] = os.environ) -> subprocess.CompletedProcess[str]:

@@ -166,3 +166,14 @@ def test_litestream_unit_verifies_with_systemd(tmp_path: Path) -> None:
     security = subprocess.run([analyze, "security", "--offline=yes", str(path)], capture_output=True, text=True)
     match = re.search(r"Overall exposure level for \S+: ([0-9.]+)", security.stdout + security.stderr)
     assert match and float(match.group(1)) <= 1.5, security.stdout[-500:]
+
+
+def test_credentials_come_from_the_units_env_file_without_overriding_ours(tmp_path: Path) -> None:
+    from daemon.replication import litestream_env
+
+    env_file = tmp_path / "litestream.env"
+    env_file.write_text("# S3\nAWS_ACCESS_KEY_ID=AKIA1\nAWS_SECRET_ACCESS_KEY='s e c'\n\nbroken line\n")
+    got = litestream_env({"ANIMA_LITESTREAM_ENV": str(env_file), "AWS_ACCESS_KEY_ID": "mine", "AWS_CA_BUNDLE": "/x"})
+    assert got["AWS_ACCESS_KEY_ID"] == "mine" and got["AWS_SECRET_ACCESS_KEY"] == "s e c"
+    assert "AWS_CA_BUNDLE" not in got  # Litestream 0.5.17's S3 client refuses to start with it
+    assert "AWS_SECRET_ACCESS_KEY" not in litestream_env({"ANIMA_LITESTREAM_ENV": str(tmp_path / "none")})
