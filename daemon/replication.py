@@ -42,6 +42,7 @@ SYNC_S = 0.2  # how often it uploads what it has to the replica
 # anima's 4 MB TRUNCATE point (4 KB pages), so the daemon's truncate rarely has anything to do.
 MIN_CHECKPOINT_PAGES = 512
 CHECKPOINT_SLACK_S = 1.0  # see lag_seconds: changes of the file this soon after a shipped position are checkpoints
+WAL_SLACK_S = 0.01  # the -wal written in the same instant Litestream read it (mtime granularity)
 TRUNCATE_PAGES = 2048  # 8 MB: Litestream's own TRUNCATE, the hard bound under a flat-out stream
 S3_OPTIONS = ("endpoint", "region", "force-path-style", "sign-payload")
 # A Litestream 0.5 S3 client ignores none of these: AWS_CA_BUNDLE makes it fail outright ("unable to add
@@ -282,41 +283,50 @@ def local_positions(db: Path) -> list[Position]:
     return sorted(out, key=lambda p: p.txid)
 
 
-def last_commit_at(db: Path) -> float | None:
-    """When the file last changed: the newer mtime of the database and its -wal (None when absent).
+@dataclass(frozen=True)
+class FileTimes:
+    """When her file changed: the -wal's mtime while it holds frames (None when empty or absent) and the
+    database file's own mtime (None when absent)."""
 
-    A commit lands in the -wal, and reaches the file itself when a checkpoint copies it (or when the last
-    connection closes); either way one of the two mtimes moves. A checkpoint of frames already shipped
-    moves the file's too, which lag_seconds absorbs with its slack."""
-    times = []
-    for path in (db, Path(f"{db}-wal")):
+    wal_at: float | None
+    file_at: float | None
+
+
+def file_times(db: Path) -> FileTimes:
+    def mtime(path: Path, nonempty: bool) -> float | None:
         try:
             st = path.stat()
         except FileNotFoundError:
-            continue
-        if st.st_size > 0:
-            times.append(st.st_mtime)
-    return max(times) if times else None
+            return None
+        return None if nonempty and st.st_size == 0 else st.st_mtime
+
+    return FileTimes(wal_at=mtime(Path(f"{db}-wal"), True), file_at=mtime(db, False))
 
 
-def lag_seconds(last_commit: float | None, local: list[Position], replica: list[Position],
+def lag_seconds(times: FileTimes, local: list[Position], replica: list[Position],
                 slack_s: float = CHECKPOINT_SLACK_S) -> float | None:
-    """Seconds between the newest local commit and the newest replicated position (0 when all is shipped);
-    None when nothing was ever replicated. Pure.
+    """Seconds between her newest commit and the newest position the replica holds (0 when all is
+    shipped); None when nothing was ever replicated. Pure.
 
-    Litestream turns commits into local LTX files and ships those; a commit is shipped when the replica
-    holds the newest local txid and that LTX file is not older than the file's last change, give or take
-    `slack_s`: Litestream checkpoints right after it ships, which touches the file with nothing new in it.
+    Litestream reads commits from the -wal into local LTX files and ships those. Something is not shipped
+    when the replica lacks the newest local txid, or when the -wal changed after the newest local LTX
+    (a commit Litestream has not read: nothing else writes the -wal while it holds its read lock). With
+    no -wal left (Litestream was down and the last connection checkpointed it away) the file's own mtime
+    is compared instead, give or take `slack_s`: Litestream's own checkpoint right after shipping also
+    moves it, with nothing new in it.
     """
     if not replica:
         return None
     newest = replica[-1]
     made = {p.txid: p.at for p in local}
     shipped_at = made.get(newest.txid, newest.at)  # the local file's mtime is sub-second; the listing's is not
-    local_newest = local[-1].txid if local else newest.txid
-    commit = last_commit if last_commit is not None else shipped_at
-    if newest.txid >= local_newest and commit <= shipped_at + slack_s:
+    read_at = local[-1].at if local else shipped_at
+    unread = (times.wal_at is not None and times.wal_at > read_at + WAL_SLACK_S) or (
+        times.wal_at is None and times.file_at is not None and times.file_at > read_at + slack_s)
+    unshipped = bool(local) and newest.txid < local[-1].txid
+    if not (unread or unshipped):
         return 0.0
+    commit = max(t for t in (times.wal_at, times.file_at, read_at) if t is not None)
     return max(0.0, commit - shipped_at)
 
 
@@ -328,7 +338,7 @@ def lag_of(db: Path, url: ReplicaUrl, *, environ: Mapping[str, str] = os.environ
     except (StoreError, ConfigError) as exc:
         return {**row, "lag_s": None, "error": str(exc)}
     local = local_positions(db)
-    row.update(lag_s=lag_seconds(last_commit_at(db), local, replica),
+    row.update(lag_s=lag_seconds(file_times(db), local, replica),
                replica_txid=replica[-1].txid if replica else None, local_txid=local[-1].txid if local else None)
     if not replica:
         row["error"] = "the replica holds nothing yet: is anima-litestream.service running?"

@@ -8,6 +8,7 @@ import pytest
 
 from daemon.cli import main
 from daemon.replication import (
+    FileTimes,
     Position,
     ReplicaUrl,
     check_identity,
@@ -60,12 +61,14 @@ def test_config_has_one_entry_per_companion_at_url_slash_handle(tmp_path: Path) 
 
 def test_lag_is_zero_when_shipped_and_the_gap_to_the_replicated_position_otherwise() -> None:
     local = [Position(1, 100.0), Position(2, 110.0), Position(3, 120.0)]
-    assert lag_seconds(119.99, local, [Position(3, 120)]) == 0.0  # all shipped
-    assert lag_seconds(120.5, local, [Position(3, 120)]) == 0.0  # Litestream's checkpoint after it shipped
-    assert lag_seconds(125.0, local, [Position(2, 110)]) == pytest.approx(15.0)  # txid 3 (and more) not shipped
-    assert lag_seconds(130.0, local, [Position(3, 120)]) == pytest.approx(10.0)  # a commit Litestream has not seen
-    assert lag_seconds(132.0, [], [Position(3, 129)]) == pytest.approx(3.0)  # no local metadata: the listing's time
-    assert lag_seconds(130.0, local, []) is None  # nothing was ever replicated
+    assert lag_seconds(FileTimes(119.99, 119.0), local, [Position(3, 120)]) == 0.0  # all shipped
+    assert lag_seconds(FileTimes(120.2, 119.0), local, [Position(3, 120)]) == pytest.approx(0.2)  # unread commit
+    assert lag_seconds(FileTimes(125.0, 119.0), local, [Position(2, 110)]) == pytest.approx(15.0)  # 3 not shipped
+    # No -wal (Litestream down, the last connection checkpointed it away): the file's time, past the slack.
+    assert lag_seconds(FileTimes(None, 120.5), local, [Position(3, 120)]) == 0.0  # its own checkpoint
+    assert lag_seconds(FileTimes(None, 130.0), local, [Position(3, 120)]) == pytest.approx(10.0)
+    assert lag_seconds(FileTimes(132.0, None), [], [Position(3, 129)]) == pytest.approx(3.0)  # the listing's time
+    assert lag_seconds(FileTimes(130.0, 130.0), local, []) is None  # nothing was ever replicated
 
 
 def test_at_time_needs_a_zone() -> None:
