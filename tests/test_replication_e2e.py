@@ -142,6 +142,16 @@ def test_file_replica_round_trip_of_a_companions_directory(tmp_path: Path) -> No
         checks = {c["check"]: c for c in json.loads(doctor.out)["checks"]}
         assert checks["replica a1"]["status"] == "ok" and checks["replica b2"]["status"] == "ok", checks
         assert checks["replica a1"]["detail"].startswith("lag 0.0 s")
+        make_companion(home / "c3.db", "c3")  # added after the config was written: not replicated yet
+        status = run_anima("replication", "status", "--dir", str(home), "--json",
+                           "--litestream-config", str(tmp_path / "litestream.yml"))
+        rows = {r["companion"]: r for r in json.loads(status.out)["replicas"]}
+        assert status.code == 1 and sorted(rows) == ["a1", "b2", "c3"] and rows["a1"]["lag_s"] == 0.0
+        assert rows["c3"]["lag_s"] is None and "regenerate" in rows["c3"]["error"]
+        doctor = run_anima("--db", str(home / "a1.db"), "doctor", "--json", "--dir", str(home),
+                           "--litestream-config", str(tmp_path / "litestream.yml"))
+        assert {c["check"]: c["status"] for c in json.loads(doctor.out)["checks"]}["replica c3"] == "fail"
+        (home / "c3.db").unlink()
     newest = max(p.at for p in local_positions(home / "a1.db"))
     while time.time() < newest + 1.2:  # past the checkpoint slack of lag_seconds: a later write is not shipped
         time.sleep(0.05)
