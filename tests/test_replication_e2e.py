@@ -38,6 +38,7 @@ from engine.errors import ConfigError
 from engine.snapshot import file_sha256, table_digests
 from engine.store import connect
 from engine.store.core import get_companion, log_event, set_companion_handle
+from engine.store.lock import DaemonLock
 from tests.api_support import SocketClient
 from tests.conftest import run_anima, write_config
 from tests.memory_helpers import fresh_db
@@ -230,6 +231,16 @@ def test_restore_refuses_another_companion_newer_schema_and_a_corrupt_replica(tm
     refused = restore_cli(base, new / "a1.db")
     assert refused.code == 2 and "another companion" in refused.err and refused.err.count("\n") == 1
     assert file_sha256(new / "a1.db") == before and get_uid(new / "a1.db") == other["uid"]
+
+    (new / "busy").mkdir()
+    lock = DaemonLock(new / "busy" / "a1.db")
+    lock.acquire()  # a daemon serving the target: restore must not swap the file under it
+    try:
+        refused = restore_cli(base, new / "busy" / "a1.db")
+    finally:
+        lock.release()
+    assert refused.code == 2 and "in use by a running anima daemon" in refused.err
+    assert not (new / "busy" / "a1.db").exists()
 
     refused = restore_cli(base, new / "x9.db")
     assert refused.code == 2 and "is companion 'b2', not 'x9'" in refused.err and not (new / "x9.db").exists()
