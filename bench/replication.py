@@ -84,7 +84,7 @@ async def stream(sock: str, seconds: float, size: int, db: Path, url: Any) -> di
     return {"statuses": statuses, "acked": acked, "latencies": latencies, "wal_max": wal_max, "lags": lags}
 
 
-def run_variant(variant: str, seconds: float, size: int) -> dict[str, Any]:
+def run_variant(variant: str, seconds: float, size: int, interval: float | None = None) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="anima-repl-"))
     db = folder / "host" / "her.db"
     db.parent.mkdir()
@@ -99,7 +99,8 @@ def run_variant(variant: str, seconds: float, size: int) -> dict[str, Any]:
     log = open(folder / "litestream.log", "wb")  # noqa: SIM115
     if variant != "none":
         out = folder / "litestream.yml"
-        made = anima("--db", str(db), "replication", "config", "--replica", base, "--out", str(out))
+        timing = ["--monitor-interval", str(interval), "--sync-interval", str(interval)] if interval else []
+        made = anima("--db", str(db), "replication", "config", "--replica", base, "--out", str(out), *timing)
         assert made.returncode == 0, made.stderr
         litestream = subprocess.Popen([str(litestream_binary()), "replicate", "-config", str(out)], stdout=log,
                                       stderr=subprocess.STDOUT, env=litestream_env())
@@ -114,7 +115,8 @@ def run_variant(variant: str, seconds: float, size: int) -> dict[str, Any]:
         if variant == "host-lost" and litestream is not None:
             litestream.send_signal(signal.SIGKILL)
         daemon.wait(10)
-        result: dict[str, Any] = {"variant": variant, "seconds": seconds, "turn_bytes": size}
+        result: dict[str, Any] = {"variant": variant, "seconds": seconds, "turn_bytes": size,
+                                  "interval_s": interval}
         acked = seen["acked"]
         result.update(statuses=seen["statuses"], acked=len(acked), turns_per_s=round(len(acked) / seconds, 1),
                       turn_ms_p50=round(percentile(seen["latencies"], 50), 1),
@@ -194,11 +196,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--turn-bytes", type=int, default=3000)
     parser.add_argument("--variants", default="none,daemon-killed,host-lost")
+    parser.add_argument("--interval", type=float, default=None,
+                        help="litestream monitor and sync interval (default: anima replication config's)")
     parser.add_argument("--idle-files", type=int, default=0,
                         help="also measure litestream's idle CPU and RSS over this many companions")
     parser.add_argument("--idle-intervals", default="0.2,1.0", help="monitor/sync intervals for --idle-files")
     args = parser.parse_args()
-    results = [run_variant(v, args.seconds, args.turn_bytes) for v in args.variants.split(",") if v]
+    results = [run_variant(v, args.seconds, args.turn_bytes, args.interval) for v in args.variants.split(",") if v]
     if args.idle_files:
         results += [idle_cost(args.idle_files, float(i)) for i in args.idle_intervals.split(",")]
     print(json.dumps({"bench": "replication", "results": results}, ensure_ascii=False, indent=1))
