@@ -68,6 +68,7 @@ class Shared:
     index_executor: Any  # the one indexing thread (daemon/memory_component.py's priority rules)
     worker: Any  # daemon.worker.SharedWorker: bounded job slots across companions
     services: dict[str, Any] = field(default_factory=dict)  # e.g. the one interactive gate
+    api: Any = None  # daemon.host.ApiBeat once the API listens: its step joins each beat's batch
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class BeatInput:
     lease_s: float
     backoff_s: tuple[float, ...]
     db_path: str
+    api_step: Any  # the API's part of the beat (her token digests), a function of the connection, or None
     checkpoint: bool  # a PASSIVE checkpoint is due this beat (a TRUNCATE one whenever the WAL is past its bound)
 
 
@@ -97,6 +99,7 @@ class BeatResult:
     recovered: list[dict[str, Any]] = field(default_factory=list)
     job: Any = None
     vectors_waiting: bool = False
+    api: Any = None
     checkpoint: tuple[int, int, int] | None = None
     beat_recorded: bool = False
     errors: list[tuple[str, BaseException]] = field(default_factory=list)
@@ -159,6 +162,8 @@ def _steps(conn: Any, settings: Settings, persona: Persona | None, has_companion
         out.job = attempt("jobs", _claim, conn, beat.claim_owner, beat.now, beat.lease_s)
     high = attempt("memory", memory_store.max_memory_id, conn)
     out.vectors_waiting = high is not None and int(high) > beat.indexed_upto
+    if beat.api_step is not None:
+        out.api = attempt("api", beat.api_step, conn)
     attempt("beat", daemon_beat, conn, beat.now, beat.wall, beat.lag_ms)
     out.beat_recorded = not _failed(out, "beat")
 
@@ -316,6 +321,7 @@ class CompanionRuntime:
                          indexed_upto=indexer.drain.indexed_upto if indexer else 0,
                          jobs=self.beats % JOBS_EVERY_BEATS == 0, claim_owner=owner,
                          lease_s=js.lease_s, backoff_s=tuple(js.backoff_s), db_path=str(self.db_path),
+                         api_step=self.shared.api.step if self.shared.api is not None else None,
                          checkpoint=self.beats % CHECKPOINT_EVERY_BEATS == CHECKPOINT_EVERY_BEATS - 1)
         result = await ctx.store.call(beat_batch, self.settings, self.persona, ctx.companion is not None, beat)
         self._apply(ctx, result, owner)
@@ -359,6 +365,8 @@ class CompanionRuntime:
         if result.job is not None and owner is not None:
             self.log.info("job.claimed", job_id=result.job.id, kind=result.job.kind, attempt=result.job.attempts)
             self.shared.worker.start_job(self.handle, ctx, result.job)
+        if result.api is not None and self.shared.api is not None:
+            self.shared.api.apply(self.handle, ctx, result.api)
         if result.vectors_waiting and self.indexer is not None:
             self.indexer.wake()
         if result.checkpoint and result.checkpoint[1]:
