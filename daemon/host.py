@@ -471,7 +471,8 @@ class Host:
 
     async def shutdown(self) -> None:
         self.notifier.notify("STOPPING=1", "STATUS=stopping")
-        self.log.info("daemon.stopping")
+        self.log.info("daemon.stopping", companions=len(self.runtimes))
+        started = time.monotonic()
         self.stopping.set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(DRAIN_TIMEOUT_S):
@@ -481,13 +482,15 @@ class Host:
             self.api_server = None
         if self.shared is not None:
             await self.shared.worker.stop(self.log)
+        drained = time.monotonic()
         async with self._scan_lock:
-            await asyncio.gather(*(self._close_one(h, "shutdown") for h in list(self.runtimes)),
-                                 return_exceptions=True)
+            closing = list(self.runtimes)
+            await asyncio.gather(*(self._close_one(h, "shutdown") for h in closing), return_exceptions=True)
         if self.shared is not None:
             self._index_executor.shutdown(wait=False)
         self.notifier.close()
-        self.log.info("daemon.stopped")
+        self.log.info("daemon.stopped", closed=len(closing), drain_s=round(drained - started, 2),
+                      close_s=round(time.monotonic() - drained, 2))
 
     def status_line(self) -> str:
         return f"{len(self.runtimes)} companions, {len(self._faults)} faulted, {self.beats} beats"
