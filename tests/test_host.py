@@ -286,11 +286,19 @@ async def test_a_long_db_call_in_one_companion_does_not_delay_the_beat_of_anothe
     clock = FakeClock(T0)
     host = make_host(tmp_path, clock, interval_s=4.0, watch_s=0.0)
     await host.start()
-    release = threading.Event()
+    release, started = threading.Event(), threading.Event()
     ctx_a, ctx_b = host.get("a1"), host.get("b2")
     assert ctx_a is not None and ctx_b is not None
-    slow = asyncio.ensure_future(ctx_a.store.call(lambda _conn: release.wait(30)))  # a long consolidation, say
+
+    def long_call(_conn: Any) -> None:  # a long consolidation or a big forget, say
+        started.set()
+        release.wait(30)
+
+    slow = asyncio.ensure_future(ctx_a.store.call(long_call))
     try:
+        async with asyncio.timeout(10):
+            while not started.is_set():  # A's thread is inside the long call
+                await asyncio.sleep(0)
         before = beats_of(tmp_path / "b2.db")
         clock.advance(4.0)
         host.launch_due(clock.monotonic())
