@@ -178,7 +178,6 @@ class Host:
         self._scan_lock = asyncio.Lock()
         self.lags_ms: deque[float] = deque(maxlen=100_000)  # recent beat lags, for benches and doctor
         self.beats = 0
-        self.generation = 0  # +1 whenever the served set or a fault changes (the API rebuilds its token map)
         self.api_server: Any = None
         self._next_watch = 0.0
         self._next_ping = 0.0
@@ -379,8 +378,6 @@ class Host:
                 for handle in opened:
                     self.schedule.add(handle, mono)
             faulted = [h for h, ok in results if not ok]
-            if opened or closed or faulted:
-                self.generation += 1
             if opened and self._timers_on:
                 self._arm()  # a newcomer may be due before the timer
             return {"opened": opened, "closed": closed, "faulted": faulted}
