@@ -286,8 +286,10 @@ class Host:
 
     def _on_timer(self) -> None:
         self._timer = None
-        self.launch_due(self.clock.monotonic())
-        self._arm()
+        try:
+            self.launch_due(self.clock.monotonic())
+        finally:  # whatever happened, the next beat gets its timer (the watch loop re-arms too)
+            self._arm()
 
     async def tick(self, beats: bool = True) -> None:
         """Whatever is due now: the directory watch, beats (started, not awaited), the watchdog ping."""
