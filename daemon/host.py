@@ -19,23 +19,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import heapq
 import os
 import signal
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from daemon.beat_schedule import BeatSchedule, spread_phases
 from daemon.clock import Clock
+from daemon.companions_dir import list_directory
 from daemon.component import DaemonContext
 from daemon.config import live_reload, load_settings
 from daemon.logs import configure_logging, get_logger
 from daemon.memory_component import index_executor
 from daemon.priority import InteractiveGate
-from daemon.registry import valid_handle
 from daemon.runtime import CompanionRuntime, Shared
 from daemon.sdnotify import Notifier
 from daemon.worker import SharedWorker
@@ -44,104 +43,6 @@ from engine.settings import Settings
 
 OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate each): 2 cores, some I/O
 DRAIN_TIMEOUT_S = 8.0
-SIDE_FILES = ("-wal", "-shm", "-journal", ".lock", ".stop", ".sock")  # ours or SQLite's: never "ignored"
-
-
-def spread_phases(count: int, interval_s: float) -> list[float]:
-    """`count` beat phases evenly over one interval: 1,000 companions at 15 s beat 15 ms apart."""
-    return [i * interval_s / count for i in range(count)]
-
-
-def gap_phase(phases: list[float], interval_s: float) -> float:
-    """The phase for one more companion: the middle of the widest gap between those already beating."""
-    if not phases:
-        return 0.0
-    ordered = sorted(p % interval_s for p in phases)
-    best_start, best_len = ordered[-1], ordered[0] + interval_s - ordered[-1]  # the gap that wraps around
-    for a, b in zip(ordered, ordered[1:], strict=False):
-        if b - a > best_len:
-            best_start, best_len = a, b - a
-    return (best_start + best_len / 2) % interval_s
-
-
-class BeatSchedule:
-    """When each companion beats next (monotonic seconds): a heap, so finding the due ones costs nothing per companion."""
-
-    def __init__(self, interval_s: float, epoch: float):
-        self.interval_s = interval_s
-        self.epoch = epoch
-        self.phase: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []
-        self._due: dict[str, float] = {}
-
-    def add(self, handle: str, now_mono: float, phase: float | None = None) -> None:
-        if phase is None:
-            phase = gap_phase(list(self.phase.values()), self.interval_s)
-        self.phase[handle] = phase
-        # The first beat on her phase, within one interval of now (single-file mode's first beat: one interval).
-        start = self.epoch + phase
-        due = start + ((now_mono - start) // self.interval_s + 1) * self.interval_s
-        self._push(handle, due)
-
-    def remove(self, handle: str) -> None:
-        self.phase.pop(handle, None)
-        self._due.pop(handle, None)  # its heap entries are skipped when they come up
-
-    def _push(self, handle: str, due: float) -> None:
-        self._due[handle] = due
-        heapq.heappush(self._heap, (due, handle))
-
-    def next_at(self) -> float | None:
-        while self._heap and self._due.get(self._heap[0][1]) != self._heap[0][0]:
-            heapq.heappop(self._heap)  # removed or rescheduled
-        return self._heap[0][0] if self._heap else None
-
-    def pop_due(self, now_mono: float) -> list[tuple[str, float]]:
-        """(handle, due time) of every beat due by `now_mono`, each rescheduled one interval on (late ones coalesce)."""
-        out = []
-        while (at := self.next_at()) is not None and at <= now_mono:
-            _, handle = heapq.heappop(self._heap)
-            out.append((handle, at))
-            nxt = at + self.interval_s
-            if nxt <= now_mono:  # fell behind (a suspended VM): one beat now, then back on her phase
-                nxt += ((now_mono - nxt) // self.interval_s + 1) * self.interval_s
-            self._push(handle, nxt)
-        return out
-
-    def respread(self, interval_s: float, now_mono: float) -> None:
-        """A new interval (SIGHUP): every companion keeps her order, phases spread over the new interval."""
-        handles = sorted(self.phase, key=lambda h: self.phase[h])
-        self.interval_s, self.epoch = interval_s, now_mono
-        self.phase, self._heap, self._due = {}, [], {}
-        for handle, phase in zip(handles, spread_phases(len(handles), interval_s), strict=True):
-            self.add(handle, now_mono, phase)
-
-
-@dataclass(frozen=True)
-class Listing:
-    """One scan of the directory: the handles wanted (file present, no .stop marker) and each file's signature."""
-
-    wanted: dict[str, tuple[int, int]]  # handle -> (mtime_ns, size) of its .db
-    stopped: frozenset[str]
-    ignored: frozenset[str]
-
-
-def list_directory(folder: Path) -> Listing:
-    wanted: dict[str, tuple[int, int]] = {}
-    stops: set[str] = set()
-    ignored: set[str] = set()
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            name = entry.name
-            if name.endswith(".stop"):
-                stops.add(name[:-5])
-            elif name.endswith(".db") and valid_handle(name[:-3]) and entry.is_file():
-                st = entry.stat()
-                wanted[name[:-3]] = (st.st_mtime_ns, st.st_size)
-            elif not any(name.endswith(s) for s in SIDE_FILES) and name != "anima.sock":
-                ignored.add(name)
-    stopped = frozenset(h for h in stops if h in wanted)
-    return Listing({h: sig for h, sig in wanted.items() if h not in stops}, stopped, frozenset(ignored))
 
 
 def load_embedder(settings: Settings) -> Any:

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from daemon.beat_schedule import BeatSchedule, gap_phase, spread_phases
 from daemon.clock import FakeClock
-from daemon.host import BeatSchedule, Host, gap_phase, spread_phases
+from daemon.host import Host
 from engine.companion import create_companion
 from engine.settings import DaemonSettings, HeartbeatSettings, Settings
 from engine.store import connect, migrate, transaction
