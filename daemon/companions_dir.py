@@ -1,8 +1,8 @@
 """What a companions directory holds: each <handle>.db wanted (no .stop marker), the marked ones, the strays.
 
-One listing is one `os.scandir` and a stat of each companion file (1,000 files: about a millisecond), cheap
-enough to run every `[daemon] watch_s` instead of an inotify watch, which would miss nothing more and
-would not work on every filesystem a companions directory may live on (NFS, some container mounts).
+One listing is one `os.scandir` and a stat of each companion file: 7 ms of CPU for 1,000 companions
+(measured on the loaded 2-core dev machine), 0.15 % of a core at the default watch_s of 5 s. Cheap enough
+to poll instead of an inotify watch, which would not see changes made through NFS or by another mount.
 """
 
 from __future__ import annotations
