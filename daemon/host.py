@@ -83,6 +83,7 @@ class Host:
         self._next_watch = 0.0
         self._next_ping = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._watching: asyncio.Future[None] | None = None
         self._timers_on = False  # run(): beats come from the timer; tests drive tick() with a FakeClock
 
     # -- CompanionRegistry -------------------------------------------------------------------------
@@ -153,7 +154,7 @@ class Host:
         self._timers_on = True
         self._arm()
         while not self.stopping.is_set():
-            await self.tick(beats=False)
+            await self._tick(beats=False, background=True)
             self._arm()
             mono = self.clock.monotonic()
             deadline = self._next_ping
@@ -169,6 +170,9 @@ class Host:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._watching is not None:
+            with contextlib.suppress(Exception):
+                await self._watching  # a scan half-way opens what it started; shutdown closes it
 
     def _arm(self) -> None:
         """Set the one beat timer for the earliest due companion (loop.call_at: no coroutine step per beat)."""
@@ -193,20 +197,33 @@ class Host:
             self._arm()
 
     async def tick(self, beats: bool = True) -> None:
-        """Whatever is due now: the directory watch, beats (started, not awaited), the watchdog ping."""
+        """Whatever is due now: the watchdog ping, the directory watch (awaited), beats (started, not awaited).
+
+        `run()` uses it with beats=False and the scan in the background (`background=True`): opening
+        a batch of newly copied companions takes seconds, and neither the ping nor a beat may wait for it.
+        """
+        await self._tick(beats, background=False)
+
+    async def _tick(self, beats: bool, background: bool) -> None:
         mono = self.clock.monotonic()
-        watch_s = self.settings.daemon.watch_s
-        if watch_s > 0 and mono >= self._next_watch:
-            self._next_watch = mono + watch_s
-            try:
-                await self.scan()
-            except OSError as exc:  # the directory went away or is unreadable: keep serving what is open
-                self.log.error("host.scan_failed", error=type(exc).__name__)
-        if beats:
-            self.launch_due(mono)
-        if mono >= self._next_ping:
+        if mono >= self._next_ping:  # first: systemd's watchdog must hear from us whatever else is slow
             self._next_ping = mono + self.settings.heartbeat.interval_s
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
+        watch_s = self.settings.daemon.watch_s
+        if watch_s > 0 and mono >= self._next_watch and (self._watching is None or self._watching.done()):
+            self._next_watch = mono + watch_s
+            if background:
+                self._watching = asyncio.ensure_future(self._watch_scan())
+            else:
+                await self._watch_scan()
+        if beats:
+            self.launch_due(mono)
+
+    async def _watch_scan(self) -> None:
+        try:
+            await self.scan()
+        except OSError as exc:  # the directory went away or is unreadable: keep serving what is open
+            self.log.error("host.scan_failed", error=type(exc).__name__)
 
     def launch_due(self, mono: float) -> int:
         """Start the beat of every companion due by `mono`; one still beating skips this one (coalesces)."""
@@ -316,7 +333,7 @@ class Host:
         self._faults.pop(handle, None)
         self._fault_sig.pop(handle, None)
         self.runtimes[handle] = runtime
-        log.info("companion.served", schema=None)
+        log.info("companion.served", schema=runtime.schema)
         return True
 
     async def _close_one(self, handle: str, reason: str) -> None:
