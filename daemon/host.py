@@ -45,6 +45,19 @@ OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate eac
 DRAIN_TIMEOUT_S = 8.0
 
 
+def apply_cache_budget(settings: Settings) -> None:
+    """Every companion's RAM caches under `[daemon] cache_budget_mb` together (engine/store/caches.py).
+
+    The budget's owner (issue 14's cache work) lands `caches.set_budget`; until it has, there is no
+    budget to set and the caches keep their own limits.
+    """
+    from engine.store import caches
+
+    set_budget = getattr(caches, "set_budget", None)
+    if callable(set_budget):
+        set_budget(settings.daemon.cache_budget_mb * 1024 * 1024)
+
+
 def load_embedder(settings: Settings) -> Any:
     from engine.memory.embed import make_embedder
 
@@ -116,6 +129,7 @@ class Host:
         self.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
                       ms=round(1000 * (time.monotonic() - started), 1))
         self._index_executor: ThreadPoolExecutor = index_executor()
+        apply_cache_budget(self.settings)
         self.shared = Shared(embedder=embedder, index_executor=self._index_executor, worker=SharedWorker(),
                              services={"interactive_gate": InteractiveGate()})
         await self.scan(retry_faults=True)
@@ -360,6 +374,8 @@ class Host:
             if merged.log != self.settings.log:
                 configure_logging(merged.log.format, merged.log.level)
             interval_changed = merged.heartbeat.interval_s != self.settings.heartbeat.interval_s
+            if merged.daemon.cache_budget_mb != self.settings.daemon.cache_budget_mb:
+                apply_cache_budget(merged)  # lowering it evicts now
             self.settings = merged
             for runtime in self.runtimes.values():
                 runtime.settings = merged

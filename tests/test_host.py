@@ -425,3 +425,27 @@ async def test_sighup_applies_a_new_interval_spread_over_every_companion_and_def
         assert all(rt.beats - before[h] == 2 for h, rt in host.runtimes.items())  # every 4 s now
     finally:
         await host.shutdown()
+
+
+async def test_the_cache_budget_is_set_at_start_and_again_on_reload(tmp_path: Path) -> None:
+    from engine.store import caches
+
+    if not hasattr(caches, "set_budget"):
+        pytest.skip("caches.set_budget lands with issue 14's cache budget (bench/many.py's branch)")
+    folder = tmp_path / "companions"
+    folder.mkdir()
+    make_companion(folder, "a1")
+    host = make_host(folder, FakeClock(T0), watch_s=0.0)
+    host.settings = dataclasses.replace(host.settings, daemon=DaemonSettings(watch_s=0.0, cache_budget_mb=32))
+    config = tmp_path / "config.toml"
+    config.write_text("[daemon]\nwatch_s = 0.0\ncache_budget_mb = 64\n")
+    host.config_file = config
+    before = caches.budget_bytes()
+    try:
+        await host.start()
+        assert caches.budget_bytes() == 32 * 2**20
+        await host.reload()
+        assert caches.budget_bytes() == 64 * 2**20
+    finally:
+        await host.shutdown()
+        caches.set_budget(before)
