@@ -1,0 +1,502 @@
+"""`anima run --dir DIR`: one process serving every companion file of a directory, added and removed at runtime.
+
+Each `DIR/<handle>.db` (handle per daemon/registry.HANDLE_PATTERN) is one companion with single-file
+mode's per-file rules (lock, migrate, gap event, quick_check; daemon/runtime.py). What is shared: one
+event loop, one heartbeat schedule (beats spread evenly over the interval by phase, so a thousand
+companions never beat in one burst), one embedding model, one indexing thread, bounded job slots, one
+interactive gate and ONE API server for all of them (the host is the CompanionRegistry it serves).
+
+Which files are served is decided by scans: at start, on SIGHUP, and every `[daemon] watch_s` by a
+cheap listing of the directory. A new file is opened, a removed one (or one with a `<handle>.stop`
+marker: how an operator drains a host or moves one companion) is closed and its lock released. A file
+that cannot be opened (corrupt, locked by another daemon, newer schema, full disk) is not served and
+`fault(handle)` says why in one line; it is retried when its file changes or on SIGHUP, and the
+others go on beating.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import signal
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from daemon.beat_schedule import BeatSchedule, spread_phases
+from daemon.clock import Clock
+from daemon.companions_dir import list_directory
+from daemon.component import DaemonContext
+from daemon.config import live_reload, load_settings
+from daemon.logs import configure_logging, get_logger
+from daemon.memory_component import index_executor
+from daemon.priority import InteractiveGate
+from daemon.runtime import CompanionRuntime, Shared
+from daemon.sdnotify import Notifier
+from daemon.worker import SharedWorker
+from engine.errors import AnimaError, ConfigError
+from engine.settings import Settings
+
+OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate each): 2 cores, some I/O
+DRAIN_TIMEOUT_S = 8.0
+
+
+def apply_cache_budget(settings: Settings) -> None:
+    """Every companion's RAM caches under `[daemon] cache_budget_mb` together (engine/store/caches.py).
+
+    The budget's owner (issue 14's cache work) lands `caches.set_budget`; until it has, there is no
+    budget to set and the caches keep their own limits.
+    """
+    from engine.store import caches
+
+    set_budget = getattr(caches, "set_budget", None)
+    if callable(set_budget):
+        set_budget(settings.daemon.cache_budget_mb * 1024 * 1024)
+
+
+def load_embedder(settings: Settings) -> Any:
+    from engine.memory.embed import make_embedder
+
+    embedder = make_embedder(settings.memory)
+    embedder.embed_queries(["warm up"])
+    return embedder
+
+
+class Host:
+    """Serves every companion of a directory; implements daemon.registry.CompanionRegistry for the API."""
+
+    def __init__(self, settings: Settings, folder: Path, clock: Clock, config_file: Path | None,
+                 embedder: Any = None, api: bool = True):
+        self.settings = settings
+        self.folder = folder
+        self.clock = clock
+        self.config_file = config_file
+        self.log = get_logger()
+        self.notifier = Notifier()
+        self.with_api = api
+        self._embedder = embedder
+        self.shared: Shared | None = None
+        self.runtimes: dict[str, CompanionRuntime] = {}
+        self._faults: dict[str, str] = {}
+        self._fault_sig: dict[str, tuple[int, int]] = {}
+        self._opening: set[str] = set()
+        self._ignored_logged: set[str] = set()
+        self.schedule = BeatSchedule(settings.heartbeat.interval_s, clock.monotonic())
+        self.stopping = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._beats: set[asyncio.Future[Any]] = set()
+        self._scan_lock = asyncio.Lock()
+        self.lags_ms: deque[float] = deque(maxlen=100_000)  # recent beat lags, for benches and doctor
+        self.beats = 0
+        self.api_server: Any = None
+        self._next_watch = 0.0
+        self._next_ping = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._watching: asyncio.Future[None] | None = None
+        self._timers_on = False  # run(): beats come from the timer; tests drive tick() with a FakeClock
+
+    # -- CompanionRegistry -------------------------------------------------------------------------
+    @property
+    def single(self) -> DaemonContext | None:
+        return None
+
+    def get(self, handle: str) -> DaemonContext | None:
+        runtime = self.runtimes.get(handle)
+        return runtime.ctx if runtime is not None else None
+
+    def handles(self) -> list[str]:
+        return sorted(h for h, rt in self.runtimes.items() if rt.ctx is not None)
+
+    def fault(self, handle: str) -> str | None:
+        return self._faults.get(handle)
+
+    def faults(self) -> dict[str, str]:
+        """Every known companion not served, with why (GET /v1/companions lists them)."""
+        return dict(self._faults)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load the shared services, scan, open every companion found, start the API."""
+        if not self.folder.is_dir():
+            raise ConfigError(f"companions directory {self.folder} does not exist; create it and put companions "
+                              "in it with: anima init --dir DIR --id HANDLE ...")
+        started = time.monotonic()
+        embedder = self._embedder or await asyncio.to_thread(load_embedder, self.settings)
+        self.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
+                      ms=round(1000 * (time.monotonic() - started), 1))
+        self._index_executor: ThreadPoolExecutor = index_executor()
+        apply_cache_budget(self.settings)
+        self.shared = Shared(embedder=embedder, index_executor=self._index_executor, worker=SharedWorker(),
+                             services={"interactive_gate": InteractiveGate()})
+        await self.scan(retry_faults=True)
+        if self.with_api:
+            self.api_server = await start_api(self)
+            self.shared.api = ApiBeat(self.api_server)
+        mono = self.clock.monotonic()
+        self._next_watch = mono + self.settings.daemon.watch_s
+        self._next_ping = mono
+
+    async def run(self) -> int:
+        """The foreground process: start, beat and watch until SIGTERM, then close every companion."""
+        self._refuse_if_watchdog_too_tight()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self._stop_soon)
+        loop.add_signal_handler(signal.SIGINT, self._stop_soon)
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
+        try:
+            await self.start()
+            self.notifier.notify("READY=1", f"STATUS={self.status_line()}")
+            self.log.info("host.ready", pid=os.getpid(), companions=len(self.runtimes), faulted=len(self._faults),
+                          heartbeat_s=self.settings.heartbeat.interval_s, watch_s=self.settings.daemon.watch_s)
+            warm = asyncio.ensure_future(asyncio.to_thread(_warm_recall, self.shared))
+            await self._loop()
+            warm.cancel()
+        finally:
+            await self.shutdown()
+        return 0
+
+    def _stop_soon(self) -> None:
+        self.stopping.set()
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        """The watch and the watchdog ping, every few seconds; beats run from their own timer (`_arm`)."""
+        self._timers_on = True
+        self._arm()
+        while not self.stopping.is_set():
+            await self._tick(beats=False, background=True)
+            self._arm()
+            mono = self.clock.monotonic()
+            deadline = self._next_ping
+            if self.settings.daemon.watch_s > 0:
+                deadline = min(deadline, self._next_watch)
+            wait = deadline - mono
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
+                self._wake.clear()
+        self._timers_on = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._watching is not None:
+            with contextlib.suppress(Exception):
+                await self._watching  # a scan half-way opens what it started; shutdown closes it
+
+    def _arm(self) -> None:
+        """Set the one beat timer for the earliest due companion (loop.call_at: no coroutine step per beat)."""
+        if self.stopping.is_set():
+            return
+        at = self.schedule.next_at()
+        if at is None:
+            return
+        loop = asyncio.get_running_loop()
+        when = loop.time() + max(0.0, at - self.clock.monotonic())
+        if self._timer is not None:
+            if self._timer.when() <= when + 1e-4:
+                return  # already set for this or an earlier beat
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        try:
+            self.launch_due(self.clock.monotonic())
+        finally:  # whatever happened, the next beat gets its timer (the watch loop re-arms too)
+            self._arm()
+
+    async def tick(self, beats: bool = True) -> None:
+        """Whatever is due now: the watchdog ping, the directory watch (awaited), beats (started, not awaited).
+
+        `run()` uses it with beats=False and the scan in the background (`background=True`): opening
+        a batch of newly copied companions takes seconds, and neither the ping nor a beat may wait for it.
+        """
+        await self._tick(beats, background=False)
+
+    async def _tick(self, beats: bool, background: bool) -> None:
+        mono = self.clock.monotonic()
+        if mono >= self._next_ping:  # first: systemd's watchdog must hear from us whatever else is slow
+            self._next_ping = mono + self.settings.heartbeat.interval_s
+            self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
+        watch_s = self.settings.daemon.watch_s
+        if watch_s > 0 and mono >= self._next_watch and (self._watching is None or self._watching.done()):
+            self._next_watch = mono + watch_s
+            if background:
+                self._watching = asyncio.ensure_future(self._watch_scan())
+            else:
+                await self._watch_scan()
+        if beats:
+            self.launch_due(mono)
+
+    async def _watch_scan(self) -> None:
+        try:
+            await self.scan()
+        except OSError as exc:  # the directory went away or is unreadable: keep serving what is open
+            self.log.error("host.scan_failed", error=type(exc).__name__)
+
+    def launch_due(self, mono: float) -> int:
+        """Start the beat of every companion due by `mono`; one still beating skips this one (coalesces)."""
+        launched = 0
+        for handle, due in self.schedule.pop_due(mono):
+            runtime = self.runtimes.get(handle)
+            if runtime is None or runtime.ctx is None:
+                continue
+            if runtime.beating:
+                runtime.log.warning("heartbeat.skipped", reason="previous beat still running")
+                continue
+            try:
+                future = runtime.start_beat(due)
+            except Exception as exc:  # her connection is gone (closing): the others beat on
+                runtime.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
+                continue
+            self._beats.add(future)
+            future.add_done_callback(functools.partial(self._beat_done, runtime))
+            launched += 1
+        return launched
+
+    def _beat_done(self, runtime: CompanionRuntime, done: asyncio.Future[Any]) -> None:
+        self._beats.discard(done)
+        if done.cancelled() or done.exception() is not None:
+            return  # logged by the runtime
+        lag_ms = runtime.last_lag_ms
+        self.lags_ms.append(lag_ms)
+        self.beats += 1
+        if lag_ms > self.settings.heartbeat.lag_warn_ms:
+            runtime.log.warning("heartbeat.lag", lag_ms=round(lag_ms, 1))
+
+    async def beats_done(self) -> None:
+        """Wait for every beat started so far (tests, shutdown)."""
+        while self._beats:
+            await asyncio.gather(*list(self._beats), return_exceptions=True)
+            await asyncio.sleep(0)  # their done-callbacks run on the next loop turn
+
+    # -- scans ---------------------------------------------------------------------------------------
+    async def scan(self, retry_faults: bool = False) -> dict[str, list[str]]:
+        """Serve what the directory holds now: open new files, close removed or .stop-marked ones.
+
+        A faulted file is retried when its file changed since the fault (`retry_faults`: always, SIGHUP).
+        Returns what changed: {"opened": [...], "closed": [...], "faulted": [...]}.
+        """
+        async with self._scan_lock:
+            listing = await asyncio.to_thread(list_directory, self.folder)
+            for name in sorted(listing.ignored - self._ignored_logged):
+                self._ignored_logged.add(name)
+                self.log.info("companion.ignored", file=name)
+            closed = []
+            for handle in sorted(set(self.runtimes) - set(listing.wanted)):
+                closed.append(handle)
+                await self._close_one(handle, "stop_marker" if handle in listing.stopped else "removed")
+            for handle in set(self._faults) - set(listing.wanted):  # gone, or marked: no longer a fault to report
+                self._faults.pop(handle, None)
+                self._fault_sig.pop(handle, None)
+            todo = []
+            for handle, sig in sorted(listing.wanted.items()):
+                if handle in self.runtimes or handle in self._opening:
+                    continue
+                if handle in self._faults and not retry_faults and self._fault_sig.get(handle) == sig:
+                    continue
+                todo.append((handle, sig))
+            first = not self.runtimes and not self.schedule.phase
+            results = await self._open_many(todo)
+            opened = [h for h, ok in results if ok]
+            mono = self.clock.monotonic()
+            if first and opened:
+                for handle, phase in zip(opened, spread_phases(len(opened), self.schedule.interval_s), strict=True):
+                    self.schedule.add(handle, mono, phase)
+            else:
+                for handle in opened:
+                    self.schedule.add(handle, mono)
+            faulted = [h for h, ok in results if not ok]
+            if opened and self._timers_on:
+                self._arm()  # a newcomer may be due before the timer
+            return {"opened": opened, "closed": closed, "faulted": faulted}
+
+    async def _open_many(self, todo: list[tuple[str, tuple[int, int]]]) -> list[tuple[str, bool]]:
+        gate = asyncio.Semaphore(OPEN_CONCURRENCY)
+
+        async def one(handle: str, sig: tuple[int, int]) -> tuple[str, bool]:
+            async with gate:
+                return handle, await self._open_one(handle, sig)
+
+        return list(await asyncio.gather(*(one(h, s) for h, s in todo)))
+
+    async def _open_one(self, handle: str, sig: tuple[int, int]) -> bool:
+        assert self.shared is not None
+        log = _bound(self.log, handle)
+        runtime = CompanionRuntime(handle, self.folder / f"{handle}.db", self.settings, self.clock, log, self.shared)
+        self._opening.add(handle)
+        try:
+            await runtime.open()
+        except Exception as exc:
+            reason = _one_line(exc)
+            if self._faults.get(handle) != reason:
+                log.error("companion.faulted", error=type(exc).__name__, reason=reason)
+            self._faults[handle] = reason
+            self._fault_sig[handle] = sig
+            return False
+        finally:
+            self._opening.discard(handle)
+        if self.stopping.is_set():
+            await runtime.close()
+            return False
+        self._faults.pop(handle, None)
+        self._fault_sig.pop(handle, None)
+        self.runtimes[handle] = runtime
+        log.info("companion.served", schema=runtime.schema)
+        return True
+
+    async def _close_one(self, handle: str, reason: str) -> None:
+        runtime = self.runtimes.pop(handle)
+        self.schedule.remove(handle)
+        if self.shared is not None and self.shared.api is not None:
+            self.shared.api.stopped(handle)  # her API state and token digests go with her
+        try:
+            await runtime.close()
+        except Exception as exc:
+            runtime.log.warning("companion.close_failed", error=type(exc).__name__)
+        runtime.log.info("companion.stopped", reason=reason)
+
+    # -- reload and stop ---------------------------------------------------------------------------
+    async def reload(self) -> None:
+        """SIGHUP: re-read config.toml (live keys applied, the rest named) and rescan, retrying faulted files."""
+        try:
+            fresh, _ = load_settings(str(self.config_file) if self.config_file else None)
+        except AnimaError as exc:
+            self.log.error("config.reload_failed", error=str(exc))
+            fresh = None
+        if fresh is not None:
+            merged, applied, needs_restart = live_reload(self.settings, fresh)
+            if merged.log != self.settings.log:
+                configure_logging(merged.log.format, merged.log.level)
+            interval_changed = merged.heartbeat.interval_s != self.settings.heartbeat.interval_s
+            if merged.daemon.cache_budget_mb != self.settings.daemon.cache_budget_mb:
+                apply_cache_budget(merged)  # lowering it evicts now
+            self.settings = merged
+            for runtime in self.runtimes.values():
+                runtime.settings = merged
+                if runtime.ctx is not None:
+                    runtime.ctx.settings = merged
+            if interval_changed:
+                self.schedule.respread(merged.heartbeat.interval_s, self.clock.monotonic())
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                if self._timers_on:
+                    self._arm()
+            self._next_watch = self.clock.monotonic() + merged.daemon.watch_s
+            self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
+                          log_format=merged.log.format, log_level=merged.log.level)
+            if needs_restart:
+                self.log.warning("config.deferred", keys=needs_restart)
+        try:
+            changed = await self.scan(retry_faults=True)
+        except OSError as exc:
+            self.log.error("host.scan_failed", error=type(exc).__name__)
+            return
+        self._wake.set()
+        self.log.info("host.rescanned", opened=len(changed["opened"]), closed=len(changed["closed"]),
+                      faulted=len(changed["faulted"]), companions=len(self.runtimes))
+
+    async def shutdown(self) -> None:
+        self.notifier.notify("STOPPING=1", "STATUS=stopping")
+        self.log.info("daemon.stopping", companions=len(self.runtimes))
+        started = time.monotonic()
+        self.stopping.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(DRAIN_TIMEOUT_S):
+                await self.beats_done()
+        if self.api_server is not None:
+            await self.api_server.stop()
+            self.api_server = None
+        if self.shared is not None:
+            await self.shared.worker.stop(self.log)
+        drained = time.monotonic()
+        async with self._scan_lock:
+            closing = list(self.runtimes)
+            await asyncio.gather(*(self._close_one(h, "shutdown") for h in closing), return_exceptions=True)
+        if self.shared is not None:
+            self._index_executor.shutdown(wait=False)
+        self.notifier.close()
+        self.log.info("daemon.stopped", closed=len(closing), drain_s=round(drained - started, 2),
+                      close_s=round(time.monotonic() - drained, 2))
+
+    def status_line(self) -> str:
+        return f"{len(self.runtimes)} companions, {len(self._faults)} faulted, {self.beats} beats"
+
+    def _refuse_if_watchdog_too_tight(self) -> None:
+        usec = self.notifier.watchdog_usec()
+        if usec is None:
+            return
+        watchdog_s = usec / 1_000_000
+        interval = self.settings.heartbeat.interval_s
+        if 2 * interval > watchdog_s:
+            raise ConfigError(
+                f"[heartbeat] interval_s = {interval:g} is too long for the systemd watchdog of {watchdog_s:g} s "
+                f"(WatchdogSec); it must be at most {watchdog_s / 2:g} s: lower interval_s or raise WatchdogSec"
+            )
+
+
+def _bound(log: Any, handle: str) -> Any:
+    bind = getattr(log, "bind", None)
+    return bind(companion=handle) if callable(bind) else log
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, AnimaError) else f"{type(exc).__name__}: {text}"[:300]
+
+
+def _warm_recall(shared: Shared | None) -> None:
+    if shared is None:
+        return
+    from engine.memory import recall
+
+    with contextlib.suppress(Exception):  # a stand-in embedder (tests) has nothing to warm
+        recall.warm(shared.embedder)
+
+
+# -- the API ---------------------------------------------------------------------------------------
+async def start_api(host: Host) -> Any:
+    """ONE API server for every companion (daemon/api/server.ApiServer over the host as its registry).
+
+    Socket: [api] socket_path, else $RUNTIME_DIRECTORY / $STATE_DIRECTORY anima.sock, else DIR/anima.sock.
+    """
+    from daemon.api.listen import socket_path
+    from daemon.api.server import ApiServer
+
+    server = ApiServer(host, host.settings, host.log, socket_path(host.settings.api, host.folder / "anima", os.environ))
+    await server.start()
+    return server
+
+
+class ApiBeat:
+    """The API's share of a companion's beat, folded into her one batched DB call (daemon/runtime.py).
+
+    daemon/api/server.ApiServer.companion_beat does the same in a DB call of its own (expire her offers,
+    re-read her token digests); a thousand companions pay for every extra hop, so the host reads the
+    digests inside the batch and hands them to the API's token book here.
+    """
+
+    def __init__(self, server: Any):
+        self.server = server
+
+    @staticmethod
+    def step(conn: Any) -> Any:
+        from engine.store.tokens import token_digests
+
+        return token_digests(conn)
+
+    def apply(self, handle: str, ctx: DaemonContext, digests: Any) -> None:
+        from daemon.api.http import APP
+
+        app = self.server.app
+        if app is not None:
+            app[APP].tokens.read(handle, ctx, digests)
+
+    def stopped(self, handle: str) -> None:
+        self.server.companion_stopped(handle)
