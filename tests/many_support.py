@@ -138,12 +138,15 @@ class ManyLauncher:
                                     env=full_env, cwd=REPO)
         daemon = ManyDaemon(proc, folder, socket_path, notify, log_path)
         self.started.append(daemon)
-        try:
-            notify.wait_for("READY=1", timeout)
-        except AssertionError:
-            raise AssertionError(f"many-mode daemon not ready (exit {proc.poll()}); log:\n"
-                                 f"{daemon.log_text()[-3000:]}") from None
-        return daemon
+        deadline = time.monotonic() + timeout
+        while True:  # in slices, so a daemon that exits at start fails the test at once, not after `timeout`
+            try:
+                notify.wait_for("READY=1", min(1.0, max(0.01, deadline - time.monotonic())))
+                return daemon
+            except AssertionError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"many-mode daemon not ready (exit {proc.poll()}); log:\n"
+                                         f"{daemon.log_text()[-3000:]}") from None
 
     def close(self) -> None:
         for daemon in self.started:
@@ -216,14 +219,24 @@ class ManyClient:
         return served, faulted
 
 
+async def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll `predicate` until it holds: for what a scan finishes after the listing changed (a file's close)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not seen within {timeout} s")
+        await asyncio.sleep(0.05)
+
+
 def served_of(body: dict[str, Any]) -> list[str]:
-    """The served handles of a GET /v1/companions body."""
-    return sorted(entry if isinstance(entry, str) else entry["handle"] for entry in body["companions"])
+    """The served handles of a GET /v1/companions body ({"mode", "companions": [{"handle", "served", "reason"}]})."""
+    assert body["mode"] == "many", body
+    return sorted(entry["handle"] for entry in body["companions"] if entry["served"])
 
 
 def faulted_of(body: dict[str, Any]) -> dict[str, str]:
-    """handle -> reason for the faulted companions of a GET /v1/companions body."""
-    return {entry["handle"]: entry["reason"] for entry in body.get("faulted", [])}
+    """handle -> reason for the companions a GET /v1/companions body lists as not served."""
+    return {entry["handle"]: entry["reason"] for entry in body["companions"] if not entry["served"]}
 
 
 def turn_body(handle: str, number: int) -> dict[str, Any]:
