@@ -26,10 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from engine.store import connect
+from engine.store.connect import BUSY_TIMEOUT_MS
 
 WAL_SOFT_LIMIT_BYTES = 4 * 1024 * 1024
 WAL_LIMIT_BYTES = WAL_SOFT_LIMIT_BYTES  # the size the writer cuts the file back to when the log starts over
 WATCH_EVERY_S = 1.0
+# A TRUNCATE holds the write lock while it waits for readers; Litestream (daemon/replication.py) keeps a
+# read transaction open on the WAL at all times, so with the 5 s busy_timeout every TRUNCATE froze her
+# writes for 5 s and then failed anyway (measured: bench/replication.py). Under Litestream its own
+# checkpoints bound the WAL; without it a reader of ours is gone within this wait.
+TRUNCATE_WAIT_MS = 200
 
 
 def hand_over_checkpoints(conn: Any) -> None:
@@ -49,6 +55,8 @@ class WalCheckpointer:
     def _checkpoint(self) -> tuple[int, int, int]:
         if self._conn is None:  # journal_size_limit is the writer's to apply: see hand_over_checkpoints
             self._conn = connect(self.path)
+        wait_ms = TRUNCATE_WAIT_MS if self._mode == "TRUNCATE" else BUSY_TIMEOUT_MS
+        self._conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
         busy, wal_frames, copied = self._conn.execute(f"PRAGMA wal_checkpoint({self._mode})").fetchone()
         return int(busy), int(wal_frames), int(copied)
 

@@ -271,8 +271,11 @@ RESTORE_REFUSAL = ("database {db} is in use by a running anima daemon (pid {pid}
                    "(systemctl stop anima), then restore")
 
 
-def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
-    """Verify `snapshot`, then make it the database at `target`; returns what was done."""
+def restore(snapshot: Path, target: Path, now: float, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Verify `snapshot`, then make it the database at `target`; returns what was done.
+
+    `manifest`: what the snapshot must hold when it has no manifest file beside it (a file restored from a
+    Litestream replica, daemon/replication.py, whose manifest is made from its own inspection)."""
     # Through a symlink the file to replace is the one it points at (replacing the link itself
     # would leave a running daemon's file untouched and report "restored").
     snapshot, target = Path(snapshot), real_path(Path(target))
@@ -280,7 +283,7 @@ def restore(snapshot: Path, target: Path, now: float) -> dict[str, Any]:
         raise InputError(f"restore source and target are the same file {target}")
     if target.is_dir():
         raise InputError(f"restore target {target} is a directory; give the database file's path")
-    seen = verify(snapshot)
+    seen = verify(snapshot, manifest)
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
     backup: Path | None = None
     with DaemonLock(target).held(RESTORE_REFUSAL):

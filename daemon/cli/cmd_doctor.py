@@ -1,7 +1,8 @@
 """`anima doctor`: check what an operator would check by hand, one line each, and exit 1 when something is wrong.
 
 Config, the database files' owner and mode, the socket, the lock, the schema, integrity (quick_check),
-installed systemd units against the heartbeat, pending vectors, and the clock. It only reads: the
+installed systemd units against the heartbeat, pending vectors, the clock, and the replication lag of
+every companion of the litestream.yml (daemon/replication.py). It only reads: the
 database is opened read-only and nothing is migrated, so it is safe next to a running daemon.
 Statuses: ok, warn (worth a look, not broken), fail (exit 1), skip (does not apply here).
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from daemon.api.listen import socket_path
 from daemon.cli.env import CliEnv
+from engine.errors import AnimaError
 from engine.store import code_schema_version, connect, db_schema_version
 from engine.store.core import daemon_state, events
 from engine.store.lock import is_locked
@@ -28,11 +30,15 @@ from engine.store.ops import clock_steps_since, quick_check
 
 UNIT_DIRS = (Path("/etc/systemd/system"), Path("/usr/lib/systemd/system"), Path("/lib/systemd/system"))
 Check = dict[str, str]
+LITESTREAM_UNIT = "anima-litestream.service"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("doctor", help="check config, files, socket, lock, schema, integrity, units, clock")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    parser.add_argument("--litestream-config",
+                        help="litestream.yml to read replication lag from (default $ANIMA_LITESTREAM_CONFIG, "
+                             "else /etc/anima/litestream.yml; skipped when absent)")
     parser.set_defaults(func=handle)
 
 
@@ -193,6 +199,9 @@ def check_units(env: CliEnv, unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> list[Ch
     interval = env.settings.heartbeat.interval_s
     for unit in units:
         text = unit.read_text(errors="replace")
+        if unit.name == LITESTREAM_UNIT:  # not a daemon of hers: no heartbeat, no watchdog to compare
+            out.append(_check(f"unit {unit.name}", "ok", str(unit)))
+            continue
         problems = []
         watchdog = _seconds(_directive(text, "WatchdogSec"))
         if watchdog is not None and watchdog > 0 and 2 * interval > watchdog:
@@ -202,6 +211,30 @@ def check_units(env: CliEnv, unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> list[Ch
         if "OMP_NUM_THREADS=1" in text:
             problems.append("Environment=OMP_NUM_THREADS=1 pins query embedding to one core")
         out.append(_check(f"unit {unit.name}", "warn" if problems else "ok", "; ".join(problems) or str(unit)))
+    return out
+
+
+def check_replication(config: Path) -> list[Check]:
+    """The replication lag of every companion of the litestream.yml (anima replication status, one line each)."""
+    from daemon.cli.cmd_replication import LAG_WARN_S, replication_rows
+
+    if not config.exists():
+        return [_check("replication", "skip", f"no {config}: replication not set up (anima replication config)")]
+    try:
+        rows = replication_rows(config)
+    except AnimaError as exc:
+        return [_check("replication", "fail", str(exc))]
+    out = []
+    for row in rows:
+        name = f"replica {row['companion']}"
+        if row["lag_s"] is None:
+            out.append(_check(name, "fail", f"{row['replica']}: {row.get('error', 'no position')}"))
+        elif row["lag_s"] > LAG_WARN_S:
+            out.append(_check(name, "warn", f"lag {row['lag_s']:.1f} s behind her newest commit ({row['replica']}); "
+                                            "is anima-litestream.service running?"))
+        else:
+            out.append(_check(name, "ok", f"lag {row['lag_s']:.1f} s, replica txid {row['replica_txid']} "
+                                          f"({row['replica']})"))
     return out
 
 
@@ -239,7 +272,9 @@ def run_checks(env: CliEnv) -> list[Check]:
 
 
 def handle(args: argparse.Namespace, env: CliEnv, runner: Callable[[CliEnv], list[Check]] = run_checks) -> int:
-    checks = runner(env)
+    from daemon.cli.cmd_replication import config_path
+
+    checks = runner(env) + check_replication(config_path(getattr(args, "litestream_config", None)))
     failed = [c for c in checks if c["status"] == "fail"]
     if args.json:
         env.print_json({"ok": not failed, "checks": checks})
