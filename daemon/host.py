@@ -486,7 +486,7 @@ async def start_api(host: Host) -> Any:
     from daemon.api import http
 
     if next(iter(inspect.signature(http.make_app).parameters)) == "registry":
-        app = http.make_app(host, host.settings, host.log)  # type: ignore[arg-type]
+        app = http.make_app(host, host.settings)  # type: ignore[arg-type]
     else:  # until daemon/api serves a registry (issue 14, multiapi): the host's own list and health
         app = _interim_app(host)
     server = HostApiServer(app)

@@ -43,9 +43,7 @@ def faults_of(registry: Any) -> dict[str, str]:
     (daemon/host.py) lists them too with `faults() -> {handle: reason}`, shown by GET /v1/companions.
     """
     lister = getattr(registry, "faults", None)
-    if callable(lister):
-        return dict(lister())
-    return dict(lister) if isinstance(lister, dict) else {}  # daemon/host.Host keeps them as a dict attribute
+    return dict(lister()) if callable(lister) else {}
 
 
 async def admit(app: ApiApp, request: web.Request, op: Operation | None, tcp: bool) -> ApiState | None:
