@@ -63,6 +63,11 @@ def _lower_priority() -> None:
     get_logger().warning("indexer.priority_refused", errors=errors)
 
 
+def index_executor() -> ThreadPoolExecutor:
+    """The indexing thread: one, at idle CPU priority (see _lower_priority)."""
+    return ThreadPoolExecutor(1, thread_name_prefix="memory-index", initializer=_lower_priority)
+
+
 class FreshEmbeddings:
     """Single flight for the vectors /v1/context computes itself (read-your-writes).
 
@@ -116,14 +121,16 @@ class FreshEmbeddings:
 class VectorIndexer:
     """Drains pending vectors in batches whenever woken; one instance per daemon."""
 
-    def __init__(self, ctx: DaemonContext, embedder: Any, batch: int = BATCH):
+    def __init__(self, ctx: DaemonContext, embedder: Any, batch: int = BATCH, executor: Any = None):
         self.ctx = ctx
         self.embedder = embedder
         self.batch = batch
         self.drain = Drain()
         self.woken = asyncio.Event()
         self.stopping = False
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="memory-index", initializer=_lower_priority)
+        # Many mode (daemon/host.py) passes the host's one indexing thread: every companion's vectors queue on it.
+        self._owns_executor = executor is None
+        self.executor = executor or index_executor()
         self.task: asyncio.Task[None] | None = None
         # Wakes counted on the event loop: a drain that found nothing pending after wake number n
         # proves every turn acknowledged before that wake has its vectors (turns wake after commit).
@@ -191,7 +198,8 @@ class VectorIndexer:
         self.woken.set()
         if self.task is not None:
             await self.task  # at most one embedding call and one short write transaction
-        self.executor.shutdown(wait=False)
+        if self._owns_executor:
+            self.executor.shutdown(wait=False)
 
 
 class MemoryComponent:

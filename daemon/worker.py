@@ -38,7 +38,7 @@ def slow_seconds() -> float:
 class Worker:
     name = "worker"
 
-    def __init__(self, ctx: DaemonContext):
+    def __init__(self, ctx: DaemonContext | None = None):
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.running: asyncio.Task[None] | None = None
         self.poller: asyncio.Task[None] | None = None
@@ -156,3 +156,41 @@ class Worker:
 
 def build(ctx: DaemonContext) -> Worker:
     return Worker(ctx)
+
+
+JOB_SLOTS = 2  # jobs running at once across every companion of a host: a consolidation is CPU work, 2 cores
+
+
+class SharedWorker:
+    """Many mode (daemon/host.py): one job runner for every companion, at most `slots` jobs at once.
+
+    Nothing is polled per companion: each companion's batched beat (daemon/runtime.py) recovers expired
+    leases and claims a ready job only when `has_room`, and hands it here. A companion runs one job
+    at a time, like a single-file daemon's worker.
+    """
+
+    def __init__(self, slots: int = JOB_SLOTS):
+        self.slots = slots
+        self._worker = Worker()  # its owner id, warmed embedder and run loop
+        self.running: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def owner(self) -> str:
+        return self._worker.owner
+
+    def has_room(self, handle: str) -> bool:
+        return handle not in self.running and len(self.running) < self.slots
+
+    def start_job(self, handle: str, ctx: DaemonContext, job: jobs.Job) -> None:
+        task = asyncio.create_task(self._worker._run(ctx, job), name=f"job-{handle}")
+        self.running[handle] = task
+        task.add_done_callback(lambda _t: self.running.pop(handle, None))
+
+    async def stop(self, log: Any) -> None:
+        if not self.running:
+            return
+        pending = list(self.running.values())
+        # A handler thread cannot be cancelled; give it a moment, else the next start recovers the run.
+        _done, left = await asyncio.wait(pending, timeout=5.0)
+        if left:
+            log.warning("job.left_running", count=len(left), reason="stop while running; recovered at next start")

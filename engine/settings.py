@@ -165,6 +165,13 @@ class ApiSettings:
 
 
 @dataclass(frozen=True)
+class DaemonSettings:
+    companions_dir: str = ""
+    watch_s: float = 5.0
+    cache_budget_mb: int = 256
+
+
+@dataclass(frozen=True)
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     companion: CompanionSettings = field(default_factory=CompanionSettings)
@@ -177,6 +184,7 @@ class Settings:
     jobs: JobSettings = field(default_factory=JobSettings)
     consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    daemon: DaemonSettings = field(default_factory=DaemonSettings)
 
 
 # Checks beyond the type: (section, key) -> (predicate, what a valid value is).
@@ -232,6 +240,8 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("api", "share_min_willingness"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
     ("api", "share_recency_half_life_h"): (lambda v: v > 0, "a number of hours > 0"),
     ("consolidation", "max_retire_fraction"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
+    ("daemon", "watch_s"): (lambda v: v == 0 or 0.5 <= v <= 3600, "0 (SIGHUP only) or seconds from 0.5 to 3600"),
+    ("daemon", "cache_budget_mb"): (lambda v: 16 <= v <= 1_048_576, "megabytes from 16 to 1048576"),
     ("consolidation", "cron_hour"): (lambda v: 0 <= v <= 23, "an hour from 0 to 23"),
 }
 

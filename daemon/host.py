@@ -1,0 +1,560 @@
+"""`anima run --dir DIR`: one process serving every companion file of a directory, added and removed at runtime.
+
+Each `DIR/<handle>.db` (handle per daemon/registry.HANDLE_PATTERN) is one companion with single-file
+mode's per-file rules (lock, migrate, gap event, quick_check; daemon/runtime.py). What is shared: one
+event loop, one heartbeat schedule (beats spread evenly over the interval by phase, so a thousand
+companions never beat in one burst), one embedding model, one indexing thread, bounded job slots, one
+interactive gate and ONE API server for all of them (the host is the CompanionRegistry it serves).
+
+Which files are served is decided by scans: at start, on SIGHUP, and every `[daemon] watch_s` by a
+cheap listing of the directory. A new file is opened, a removed one (or one with a `<handle>.stop`
+marker: how an operator drains a host or moves one companion) is closed and its lock released. A file
+that cannot be opened (corrupt, locked by another daemon, newer schema, full disk) is not served and
+`fault(handle)` says why in one line; it is retried when its file changes or on SIGHUP, and the
+others go on beating.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import inspect
+import os
+import signal
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from daemon.clock import Clock
+from daemon.component import DaemonContext
+from daemon.config import live_reload, load_settings
+from daemon.logs import configure_logging, get_logger
+from daemon.memory_component import index_executor
+from daemon.priority import InteractiveGate
+from daemon.registry import valid_handle
+from daemon.runtime import CompanionRuntime, Shared
+from daemon.sdnotify import Notifier
+from daemon.worker import SharedWorker
+from engine.errors import AnimaError, ConfigError
+from engine.settings import Settings
+
+OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate each): 2 cores, some I/O
+DRAIN_TIMEOUT_S = 8.0
+SIDE_FILES = ("-wal", "-shm", "-journal", ".lock", ".stop", ".sock")  # ours or SQLite's: never "ignored"
+
+
+def spread_phases(count: int, interval_s: float) -> list[float]:
+    """`count` beat phases evenly over one interval: 1,000 companions at 15 s beat 15 ms apart."""
+    return [i * interval_s / count for i in range(count)]
+
+
+def gap_phase(phases: list[float], interval_s: float) -> float:
+    """The phase for one more companion: the middle of the widest gap between those already beating."""
+    if not phases:
+        return 0.0
+    ordered = sorted(p % interval_s for p in phases)
+    best_start, best_len = ordered[-1], ordered[0] + interval_s - ordered[-1]  # the gap that wraps around
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if b - a > best_len:
+            best_start, best_len = a, b - a
+    return (best_start + best_len / 2) % interval_s
+
+
+class BeatSchedule:
+    """When each companion beats next (monotonic seconds): a heap, so finding the due ones costs nothing per companion."""
+
+    def __init__(self, interval_s: float, epoch: float):
+        self.interval_s = interval_s
+        self.epoch = epoch
+        self.phase: dict[str, float] = {}
+        self._heap: list[tuple[float, str]] = []
+        self._due: dict[str, float] = {}
+
+    def add(self, handle: str, now_mono: float, phase: float | None = None) -> None:
+        if phase is None:
+            phase = gap_phase(list(self.phase.values()), self.interval_s)
+        self.phase[handle] = phase
+        # The first beat on her phase, within one interval of now (single-file mode's first beat: one interval).
+        start = self.epoch + phase
+        due = start + ((now_mono - start) // self.interval_s + 1) * self.interval_s
+        self._push(handle, due)
+
+    def remove(self, handle: str) -> None:
+        self.phase.pop(handle, None)
+        self._due.pop(handle, None)  # its heap entries are skipped when they come up
+
+    def _push(self, handle: str, due: float) -> None:
+        self._due[handle] = due
+        heapq.heappush(self._heap, (due, handle))
+
+    def next_at(self) -> float | None:
+        while self._heap and self._due.get(self._heap[0][1]) != self._heap[0][0]:
+            heapq.heappop(self._heap)  # removed or rescheduled
+        return self._heap[0][0] if self._heap else None
+
+    def pop_due(self, now_mono: float) -> list[tuple[str, float]]:
+        """(handle, due time) of every beat due by `now_mono`, each rescheduled one interval on (late ones coalesce)."""
+        out = []
+        while (at := self.next_at()) is not None and at <= now_mono:
+            _, handle = heapq.heappop(self._heap)
+            out.append((handle, at))
+            nxt = at + self.interval_s
+            if nxt <= now_mono:  # fell behind (a suspended VM): one beat now, then back on her phase
+                nxt += ((now_mono - nxt) // self.interval_s + 1) * self.interval_s
+            self._push(handle, nxt)
+        return out
+
+    def respread(self, interval_s: float, now_mono: float) -> None:
+        """A new interval (SIGHUP): every companion keeps her order, phases spread over the new interval."""
+        handles = sorted(self.phase, key=lambda h: self.phase[h])
+        self.interval_s, self.epoch = interval_s, now_mono
+        self.phase, self._heap, self._due = {}, [], {}
+        for handle, phase in zip(handles, spread_phases(len(handles), interval_s), strict=True):
+            self.add(handle, now_mono, phase)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One scan of the directory: the handles wanted (file present, no .stop marker) and each file's signature."""
+
+    wanted: dict[str, tuple[int, int]]  # handle -> (mtime_ns, size) of its .db
+    stopped: frozenset[str]
+    ignored: frozenset[str]
+
+
+def list_directory(folder: Path) -> Listing:
+    wanted: dict[str, tuple[int, int]] = {}
+    stops: set[str] = set()
+    ignored: set[str] = set()
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.endswith(".stop"):
+                stops.add(name[:-5])
+            elif name.endswith(".db") and valid_handle(name[:-3]) and entry.is_file():
+                st = entry.stat()
+                wanted[name[:-3]] = (st.st_mtime_ns, st.st_size)
+            elif not any(name.endswith(s) for s in SIDE_FILES) and name != "anima.sock":
+                ignored.add(name)
+    stopped = frozenset(h for h in stops if h in wanted)
+    return Listing({h: sig for h, sig in wanted.items() if h not in stops}, stopped, frozenset(ignored))
+
+
+def load_embedder(settings: Settings) -> Any:
+    from engine.memory.embed import make_embedder
+
+    embedder = make_embedder(settings.memory)
+    embedder.embed_queries(["warm up"])
+    return embedder
+
+
+class Host:
+    """Serves every companion of a directory; implements daemon.registry.CompanionRegistry for the API."""
+
+    def __init__(self, settings: Settings, folder: Path, clock: Clock, config_file: Path | None,
+                 embedder: Any = None, api: bool = True):
+        self.settings = settings
+        self.folder = folder
+        self.clock = clock
+        self.config_file = config_file
+        self.log = get_logger()
+        self.notifier = Notifier()
+        self.with_api = api
+        self._embedder = embedder
+        self.shared: Shared | None = None
+        self.runtimes: dict[str, CompanionRuntime] = {}
+        self.faults: dict[str, str] = {}
+        self._fault_sig: dict[str, tuple[int, int]] = {}
+        self._opening: set[str] = set()
+        self._ignored_logged: set[str] = set()
+        self.schedule = BeatSchedule(settings.heartbeat.interval_s, clock.monotonic())
+        self.stopping = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._beats: set[asyncio.Task[None]] = set()
+        self._scan_lock = asyncio.Lock()
+        self.lags_ms: deque[float] = deque(maxlen=100_000)  # recent beat lags, for benches and doctor
+        self.beats = 0
+        self.generation = 0  # +1 whenever the served set or a fault changes (the API rebuilds its token map)
+        self.api_server: Any = None
+        self._next_watch = 0.0
+        self._next_ping = 0.0
+
+    # -- CompanionRegistry -------------------------------------------------------------------------
+    @property
+    def single(self) -> DaemonContext | None:
+        return None
+
+    def get(self, handle: str) -> DaemonContext | None:
+        runtime = self.runtimes.get(handle)
+        return runtime.ctx if runtime is not None else None
+
+    def handles(self) -> list[str]:
+        return sorted(h for h, rt in self.runtimes.items() if rt.ctx is not None)
+
+    def fault(self, handle: str) -> str | None:
+        return self.faults.get(handle)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load the shared services, scan, open every companion found, start the API."""
+        if not self.folder.is_dir():
+            raise ConfigError(f"companions directory {self.folder} does not exist; create it and put companions "
+                              "in it with: anima init --dir DIR --id HANDLE ...")
+        started = time.monotonic()
+        embedder = self._embedder or await asyncio.to_thread(load_embedder, self.settings)
+        self.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
+                      ms=round(1000 * (time.monotonic() - started), 1))
+        self._index_executor: ThreadPoolExecutor = index_executor()
+        self.shared = Shared(embedder=embedder, index_executor=self._index_executor, worker=SharedWorker(),
+                             services={"interactive_gate": InteractiveGate()})
+        await self.scan(retry_faults=True)
+        if self.with_api:
+            self.api_server = await start_api(self)
+        mono = self.clock.monotonic()
+        self._next_watch = mono + self.settings.daemon.watch_s
+        self._next_ping = mono
+
+    async def run(self) -> int:
+        """The foreground process: start, beat and watch until SIGTERM, then close every companion."""
+        self._refuse_if_watchdog_too_tight()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self._stop_soon)
+        loop.add_signal_handler(signal.SIGINT, self._stop_soon)
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
+        try:
+            await self.start()
+            self.notifier.notify("READY=1", f"STATUS={self.status_line()}")
+            self.log.info("host.ready", pid=os.getpid(), companions=len(self.runtimes), faulted=len(self.faults),
+                          heartbeat_s=self.settings.heartbeat.interval_s, watch_s=self.settings.daemon.watch_s)
+            warm = asyncio.ensure_future(asyncio.to_thread(_warm_recall, self.shared))
+            await self._loop()
+            warm.cancel()
+        finally:
+            await self.shutdown()
+        return 0
+
+    def _stop_soon(self) -> None:
+        self.stopping.set()
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        """Sleep until the next due beat (or watch, or watchdog ping) on the monotonic clock; run what is due."""
+        while not self.stopping.is_set():
+            await self.tick()
+            mono = self.clock.monotonic()
+            candidates = [self._next_ping]
+            if self.settings.daemon.watch_s > 0:
+                candidates.append(self._next_watch)
+            at = self.schedule.next_at()
+            if at is not None:
+                candidates.append(at)
+            wait = min(candidates) - mono
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
+                self._wake.clear()
+
+    async def tick(self) -> None:
+        """Whatever is due now: the directory watch, beats (started, not awaited), the watchdog ping."""
+        mono = self.clock.monotonic()
+        watch_s = self.settings.daemon.watch_s
+        if watch_s > 0 and mono >= self._next_watch:
+            self._next_watch = mono + watch_s
+            try:
+                await self.scan()
+            except OSError as exc:  # the directory went away or is unreadable: keep serving what is open
+                self.log.error("host.scan_failed", error=type(exc).__name__)
+        self.launch_due(mono)
+        if mono >= self._next_ping:
+            self._next_ping = mono + self.settings.heartbeat.interval_s
+            self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
+
+    def launch_due(self, mono: float) -> int:
+        """Start the beat of every companion due by `mono`; one still beating skips this one (coalesces)."""
+        launched = 0
+        for handle, due in self.schedule.pop_due(mono):
+            runtime = self.runtimes.get(handle)
+            if runtime is None or runtime.ctx is None:
+                continue
+            if runtime.beating:
+                runtime.log.warning("heartbeat.skipped", reason="previous beat still running")
+                continue
+            task = asyncio.ensure_future(self._beat_one(runtime, due))
+            self._beats.add(task)
+            task.add_done_callback(self._beats.discard)
+            launched += 1
+        return launched
+
+    async def _beat_one(self, runtime: CompanionRuntime, due: float) -> None:
+        try:
+            lag_ms = await runtime.beat(due)
+        except Exception as exc:  # a failed beat must not end the schedule nor touch the others
+            runtime.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
+            return
+        self.lags_ms.append(lag_ms)
+        self.beats += 1
+        if lag_ms > self.settings.heartbeat.lag_warn_ms:
+            runtime.log.warning("heartbeat.lag", lag_ms=round(lag_ms, 1))
+
+    async def beats_done(self) -> None:
+        """Wait for every beat started so far (tests, shutdown)."""
+        while self._beats:
+            await asyncio.gather(*list(self._beats), return_exceptions=True)
+
+    # -- scans ---------------------------------------------------------------------------------------
+    async def scan(self, retry_faults: bool = False) -> dict[str, list[str]]:
+        """Serve what the directory holds now: open new files, close removed or .stop-marked ones.
+
+        A faulted file is retried when its file changed since the fault (`retry_faults`: always, SIGHUP).
+        Returns what changed: {"opened": [...], "closed": [...], "faulted": [...]}.
+        """
+        async with self._scan_lock:
+            listing = await asyncio.to_thread(list_directory, self.folder)
+            for name in sorted(listing.ignored - self._ignored_logged):
+                self._ignored_logged.add(name)
+                self.log.info("companion.ignored", file=name)
+            closed = []
+            for handle in sorted(set(self.runtimes) - set(listing.wanted)):
+                closed.append(handle)
+                await self._close_one(handle, "stop_marker" if handle in listing.stopped else "removed")
+            for handle in set(self.faults) - set(listing.wanted):  # gone, or marked: no longer a fault to report
+                self.faults.pop(handle, None)
+                self._fault_sig.pop(handle, None)
+            todo = []
+            for handle, sig in sorted(listing.wanted.items()):
+                if handle in self.runtimes or handle in self._opening:
+                    continue
+                if handle in self.faults and not retry_faults and self._fault_sig.get(handle) == sig:
+                    continue
+                todo.append((handle, sig))
+            first = not self.runtimes and not self.schedule.phase
+            results = await self._open_many(todo)
+            opened = [h for h, ok in results if ok]
+            mono = self.clock.monotonic()
+            if first and opened:
+                for handle, phase in zip(opened, spread_phases(len(opened), self.schedule.interval_s), strict=True):
+                    self.schedule.add(handle, mono, phase)
+            else:
+                for handle in opened:
+                    self.schedule.add(handle, mono)
+            faulted = [h for h, ok in results if not ok]
+            if opened or closed or faulted:
+                self.generation += 1
+                self._wake.set()  # the loop's next deadline may have moved
+            return {"opened": opened, "closed": closed, "faulted": faulted}
+
+    async def _open_many(self, todo: list[tuple[str, tuple[int, int]]]) -> list[tuple[str, bool]]:
+        gate = asyncio.Semaphore(OPEN_CONCURRENCY)
+
+        async def one(handle: str, sig: tuple[int, int]) -> tuple[str, bool]:
+            async with gate:
+                return handle, await self._open_one(handle, sig)
+
+        return list(await asyncio.gather(*(one(h, s) for h, s in todo)))
+
+    async def _open_one(self, handle: str, sig: tuple[int, int]) -> bool:
+        assert self.shared is not None
+        log = _bound(self.log, handle)
+        runtime = CompanionRuntime(handle, self.folder / f"{handle}.db", self.settings, self.clock, log, self.shared)
+        self._opening.add(handle)
+        try:
+            await runtime.open()
+        except Exception as exc:
+            reason = _one_line(exc)
+            if self.faults.get(handle) != reason:
+                log.error("companion.faulted", error=type(exc).__name__, reason=reason)
+            self.faults[handle] = reason
+            self._fault_sig[handle] = sig
+            return False
+        finally:
+            self._opening.discard(handle)
+        if self.stopping.is_set():
+            await runtime.close()
+            return False
+        self.faults.pop(handle, None)
+        self._fault_sig.pop(handle, None)
+        self.runtimes[handle] = runtime
+        log.info("companion.served", schema=None)
+        return True
+
+    async def _close_one(self, handle: str, reason: str) -> None:
+        runtime = self.runtimes.pop(handle)
+        self.schedule.remove(handle)
+        try:
+            await runtime.close()
+        except Exception as exc:
+            runtime.log.warning("companion.close_failed", error=type(exc).__name__)
+        runtime.log.info("companion.stopped", reason=reason)
+
+    # -- reload and stop ---------------------------------------------------------------------------
+    async def reload(self) -> None:
+        """SIGHUP: re-read config.toml (live keys applied, the rest named) and rescan, retrying faulted files."""
+        try:
+            fresh, _ = load_settings(str(self.config_file) if self.config_file else None)
+        except AnimaError as exc:
+            self.log.error("config.reload_failed", error=str(exc))
+            fresh = None
+        if fresh is not None:
+            merged, applied, needs_restart = live_reload(self.settings, fresh)
+            if merged.log != self.settings.log:
+                configure_logging(merged.log.format, merged.log.level)
+            interval_changed = merged.heartbeat.interval_s != self.settings.heartbeat.interval_s
+            self.settings = merged
+            for runtime in self.runtimes.values():
+                runtime.settings = merged
+                if runtime.ctx is not None:
+                    runtime.ctx.settings = merged
+            if interval_changed:
+                self.schedule.respread(merged.heartbeat.interval_s, self.clock.monotonic())
+            self._next_watch = self.clock.monotonic() + merged.daemon.watch_s
+            self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
+                          log_format=merged.log.format, log_level=merged.log.level)
+            if needs_restart:
+                self.log.warning("config.deferred", keys=needs_restart)
+        try:
+            changed = await self.scan(retry_faults=True)
+        except OSError as exc:
+            self.log.error("host.scan_failed", error=type(exc).__name__)
+            return
+        self._wake.set()
+        self.log.info("host.rescanned", opened=len(changed["opened"]), closed=len(changed["closed"]),
+                      faulted=len(changed["faulted"]), companions=len(self.runtimes))
+
+    async def shutdown(self) -> None:
+        self.notifier.notify("STOPPING=1", "STATUS=stopping")
+        self.log.info("daemon.stopping")
+        self.stopping.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(DRAIN_TIMEOUT_S):
+                await self.beats_done()
+        if self.api_server is not None:
+            await self.api_server.stop()
+            self.api_server = None
+        if self.shared is not None:
+            await self.shared.worker.stop(self.log)
+        async with self._scan_lock:
+            await asyncio.gather(*(self._close_one(h, "shutdown") for h in list(self.runtimes)),
+                                 return_exceptions=True)
+        if self.shared is not None:
+            self._index_executor.shutdown(wait=False)
+        self.notifier.close()
+        self.log.info("daemon.stopped")
+
+    def status_line(self) -> str:
+        return f"{len(self.runtimes)} companions, {len(self.faults)} faulted, {self.beats} beats"
+
+    def _refuse_if_watchdog_too_tight(self) -> None:
+        usec = self.notifier.watchdog_usec()
+        if usec is None:
+            return
+        watchdog_s = usec / 1_000_000
+        interval = self.settings.heartbeat.interval_s
+        if 2 * interval > watchdog_s:
+            raise ConfigError(
+                f"[heartbeat] interval_s = {interval:g} is too long for the systemd watchdog of {watchdog_s:g} s "
+                f"(WatchdogSec); it must be at most {watchdog_s / 2:g} s: lower interval_s or raise WatchdogSec"
+            )
+
+
+def _bound(log: Any, handle: str) -> Any:
+    bind = getattr(log, "bind", None)
+    return bind(companion=handle) if callable(bind) else log
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, AnimaError) else f"{type(exc).__name__}: {text}"[:300]
+
+
+def _warm_recall(shared: Shared | None) -> None:
+    if shared is None:
+        return
+    from engine.memory import recall
+
+    with contextlib.suppress(Exception):  # a stand-in embedder (tests) has nothing to warm
+        recall.warm(shared.embedder)
+
+
+# -- the API ---------------------------------------------------------------------------------------
+async def start_api(host: Host) -> Any:
+    """ONE API server for every companion: daemon/api's make_app(registry) when it takes a registry."""
+    from daemon.api import http
+
+    if next(iter(inspect.signature(http.make_app).parameters)) == "registry":
+        app = http.make_app(host, host.settings)  # type: ignore[arg-type]
+    else:  # until daemon/api serves a registry (issue 14, multiapi): the host's own list and health
+        app = _interim_app(host)
+    server = HostApiServer(app)
+    await server.start(host)
+    return server
+
+
+def _interim_app(host: Host) -> Any:
+    from aiohttp import web
+
+    async def health(_request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "companions": len(host.handles()), "faulted": len(host.faults)})
+
+    async def companions(_request: web.Request) -> web.Response:
+        return web.json_response({"companions": host.handles(),
+                                  "faulted": [{"handle": h, "reason": r} for h, r in sorted(host.faults.items())]})
+
+    app = web.Application()
+    app.router.add_get("/v1/health", health)
+    app.router.add_get("/v1/companions", companions)
+    return app
+
+
+class HostApiServer:
+    """The listening sockets of the host's API (as daemon/api/server.py's component does for one file)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.runner: Any = None
+        self.socket_path: Path | None = None
+        self._socket_inode: int | None = None
+
+    async def start(self, host: Host) -> None:
+        from daemon.api.gate import GatedSite, connection_limit
+        from daemon.api.listen import bind_tcp, bind_unix, socket_path, tcp_address
+        from daemon.api.protocol import QuietAppRunner
+
+        api = host.settings.api
+        tcp = tcp_address(api, os.environ)
+        # [api] socket_path, else $RUNTIME_DIRECTORY / $STATE_DIRECTORY anima.sock, else DIR/anima.sock.
+        path = socket_path(api, host.folder / "anima", os.environ)
+        sock = bind_unix(path, api.socket_mode, api.socket_group)
+        self.socket_path = path
+        self._socket_inode = path.stat().st_ino
+        self.runner = QuietAppRunner(self.app, log=host.log, handle_signals=False, shutdown_timeout=5.0)
+        limit = connection_limit(api.max_connections, api.fd_reserve)
+        gate = {"limit": limit, "header_timeout_s": api.header_timeout_s, "log": host.log,
+                "error_log_interval_s": api.error_log_interval_s}
+        try:
+            await self.runner.setup()
+            sites = [GatedSite(self.runner, sock, **gate)]
+            if tcp:
+                sites.append(GatedSite(self.runner, bind_tcp(tcp[0], tcp[1]), **gate))
+            for site in sites:
+                await site.start()
+        except BaseException:
+            await self.stop()
+            sock.close()
+            raise
+        host.log.info("api.listening", socket=str(path), mode=api.socket_mode, group=api.socket_group or None,
+                      tcp=f"{tcp[0]}:{tcp[1]}" if tcp else None, max_connections=limit)
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+        path = self.socket_path
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_ino == self._socket_inode:
+                    path.unlink()

@@ -1,0 +1,347 @@
+"""One companion served by a many-companion host: open (lock, recover, connect), one batched beat, close.
+
+`anima run --dir` (daemon/host.py) serves a thousand files from one process, so what single-file mode
+spreads over a dozen thread hops per heartbeat (switch read, life step, beat record, offer expiry, job
+schedule and claim, lease recovery, checkpoint, each one `await store.call`) is here ONE call on the
+companion's own DB thread (`beat_batch`): a hop costs ~0.1 ms of CPU, and 1,000 companions beating
+every 15 s must fit in ~2 % of a core. The life step is the same function as single-file mode's
+(engine/inner.step_inner), so she lives the same life whichever way she is served.
+
+What is shared (the embedding model, the vector indexer's thread, the job slots, the interactive gate)
+comes in as `Shared`; what is hers (lock, connection, DB thread, persona, indexer watermark, event
+cursor) lives here, so a slow companion only ever blocks her own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from daemon.app import prepare_database
+from daemon.checkpoint import WAL_SOFT_LIMIT_BYTES, hand_over_checkpoints
+from daemon.clock import Clock, wall_step
+from daemon.component import DaemonContext
+from daemon.db import AsyncStore
+from daemon.memory_component import VectorIndexer
+from engine import jobs
+from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
+from engine.errors import StorageFullError, StoreError
+from engine.inner import inner_snapshot, resume_after_gap, step_inner
+from engine.jobs import registry, schedule
+from engine.persona import Persona, persona_of_companion
+from engine.settings import Settings
+from engine.store import memory as memory_store
+from engine.store import oplog, transaction
+from engine.store.connect import store_fault
+from engine.store.core import (
+    daemon_beat,
+    daemon_stopped,
+    get_companion,
+    log_event,
+    read_switches,
+    set_companion_handle,
+)
+from engine.store.lock import DaemonLock
+from engine.store.share import expire_offers
+
+STOP_STEP_TIMEOUT_S = 3.0
+
+
+@dataclass
+class Shared:
+    """What every companion of one host uses together: built once by the host, handed to each runtime."""
+
+    embedder: Any
+    index_executor: Any  # the one indexing thread (daemon/memory_component.py's priority rules)
+    worker: Any  # daemon.worker.SharedWorker: bounded job slots across companions
+    services: dict[str, Any] = field(default_factory=dict)  # e.g. the one interactive gate
+
+
+@dataclass(frozen=True)
+class BeatInput:
+    now: float
+    wall: float
+    lag_ms: float
+    event_cursor: int
+    indexed_upto: int
+    claim_owner: str | None  # a job slot is free: claim a ready job under this owner
+    lease_s: float
+    backoff_s: tuple[float, ...]
+    db_path: str
+
+
+@dataclass
+class BeatResult:
+    """What one batched beat did, for the event loop to log and act on (no text, only ids and counts)."""
+
+    switches: Any = None
+    life: dict[str, Any] | None = None
+    writes: list[dict[str, Any]] = field(default_factory=list)
+    expired_offers: int = 0
+    scheduled: Any = None
+    recovered: list[dict[str, Any]] = field(default_factory=list)
+    job: Any = None
+    vectors_waiting: bool = False
+    checkpoint: tuple[int, int, int] | None = None
+    beat_recorded: bool = False
+    errors: list[tuple[str, BaseException]] = field(default_factory=list)
+
+
+def beat_batch(conn: Any, settings: Settings, persona: Persona | None, has_companion: bool,
+               beat: BeatInput) -> BeatResult:
+    """A companion's whole heartbeat on her DB thread: every step isolated, so one failing step is logged, not fatal.
+
+    Order follows single-file mode: switches first (every later step obeys this beat's values), then
+    the recorded writes, the life step, offers, jobs, vectors, the beat record and last the checkpoint.
+    """
+    out = BeatResult()
+
+    def attempt(step: str, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:  # one failing step must not stop her heart (nor the other steps)
+            out.errors.append((step, store_fault(exc, Path(beat.db_path)) or exc))
+            return None
+
+    out.switches = attempt("switches", read_switches, conn)
+    if out.switches is None:
+        return out
+    out.writes = attempt("oplog", oplog.writes_after, conn, beat.event_cursor) or []
+    if has_companion:
+        out.life = attempt("life", step_inner, conn, settings, persona, beat.now, out.switches)
+    out.expired_offers = attempt("share", expire_offers, conn, beat.now) or 0
+    if out.switches.legacy().get("consolidation", True):
+        out.scheduled = attempt("schedule", schedule.enqueue_due, conn, beat.now, settings)
+    if beat.claim_owner is not None:
+        out.recovered = attempt("jobs", jobs.recover_interrupted, conn, beat.now, jobs.REASON_LEASE,
+                                list(beat.backoff_s), [beat.claim_owner]) or []
+        out.job = attempt("jobs", _claim, conn, beat.claim_owner, beat.now, beat.lease_s)
+    high = attempt("memory", memory_store.max_memory_id, conn)
+    out.vectors_waiting = high is not None and int(high) > beat.indexed_upto
+    attempt("beat", daemon_beat, conn, beat.now, beat.wall, beat.lag_ms)
+    out.beat_recorded = not _failed(out, "beat")
+    out.checkpoint = attempt("checkpoint", _checkpoint, conn, f"{beat.db_path}-wal")
+    return out
+
+
+def _failed(out: BeatResult, step: str) -> bool:
+    return any(name == step for name, _ in out.errors)
+
+
+def _claim(conn: Any, owner: str, now: float, lease_s: float) -> Any:
+    return jobs.claim(conn, owner, now, lease_s, kinds=registry.kinds())
+
+
+def _checkpoint(conn: Any, wal_path: str) -> tuple[int, int, int]:
+    """PASSIVE after every beat; TRUNCATE once the WAL is past its bound (daemon/checkpoint.py says why).
+
+    On the companion's own connection and thread: a thousand checkpointer threads with a 1 s watcher
+    each would cost more than the companions' beats together.
+    """
+    try:
+        size = os.stat(wal_path).st_size
+    except FileNotFoundError:
+        size = 0
+    mode = "TRUNCATE" if size > WAL_SOFT_LIMIT_BYTES else "PASSIVE"
+    busy, frames, copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+    return int(busy), int(frames), int(copied)
+
+
+def _record_stop(conn: Any, now: float, wall: float) -> None:
+    with transaction(conn):  # the stop mark and its event together: a half-recorded stop is no clean stop
+        daemon_stopped(conn, now, wall)
+        log_event(conn, now, "stop", pid=os.getpid())
+
+
+def _claim_handle(conn: Any, handle: str) -> dict[str, Any] | None:
+    """Record `handle` on a file that has none yet (a single-file companion moved into the directory)."""
+    companion = get_companion(conn)
+    if companion is not None and companion.get("handle") is None:
+        with transaction(conn):
+            set_companion_handle(conn, handle)
+        companion = get_companion(conn)
+    return companion
+
+
+class CompanionRuntime:
+    """One served companion: her lock, connection, context and beat state."""
+
+    def __init__(self, handle: str, db_path: Path, settings: Settings, clock: Clock, log: Any, shared: Shared):
+        self.handle = handle
+        self.db_path = db_path
+        self.settings = settings
+        self.clock = clock
+        self.log = log
+        self.shared = shared
+        self.lock = DaemonLock(db_path)
+        self.ctx: DaemonContext | None = None
+        self.persona: Persona | None = None
+        self.indexer: VectorIndexer | None = None
+        self.event_cursor = 0
+        self.beats = 0
+        self.clock_steps = 0
+        self.beating = False
+        self._prev_wall = 0.0
+        self._prev_mono = 0.0
+        self._summary = ""
+
+    async def open(self) -> None:
+        """Lock, check, migrate, record the gap, connect, resume her life: raises (AnimaError) when she cannot be served."""
+        self.lock.acquire()
+        try:
+            await self._open_locked()
+        except BaseException:
+            if self.ctx is not None:
+                await self.ctx.store.close()
+                self.ctx = None
+            self.lock.release()
+            raise
+
+    async def _open_locked(self) -> None:
+        now, mono = self.clock.now(), self.clock.monotonic()
+        recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log)
+        store = await AsyncStore(self.db_path).open()
+        ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
+                            log=self.log, started_at=now, last_beat_at=now)
+        self.ctx = ctx
+        await store.call(hand_over_checkpoints)
+        companion = await store.call(_claim_handle, self.handle)
+        if companion is not None and companion.get("handle") not in (None, self.handle):
+            raise StoreError(f"{self.db_path.name} holds companion {companion['handle']!r}, not {self.handle!r}: "
+                             f"rename the file to {companion['handle']}.db or restore the right one")
+        ctx.companion = companion
+        ctx.last_beat_mono = mono
+        ctx.services.update(self.shared.services)
+        ctx.services["embedder"] = self.shared.embedder
+        ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
+        ctx.services["heartbeat_stats"] = self.heartbeat_stats
+        ctx.services["status_summary"] = lambda: self._summary
+        ctx.switches = await store.call(read_switches)
+        ctx.controls = ctx.switches.legacy()
+        self.event_cursor = await store.call(oplog.start_cursor)
+        self.persona = persona_of_companion(companion)
+        ctx.services["persona"] = self.persona
+        await store.call(resume_after_gap, self.settings, self.persona, recovered["last_beat_at"], now)
+        snap = await store.call(inner_snapshot, self.settings, self.persona, now)
+        self._summarise(snap["mood"], snap["activity"]["kind"] if snap["activity"] else None)
+        js = self.settings.jobs
+        for item in await store.call(jobs.recover_interrupted, now, jobs.REASON_RESTART, js.backoff_s):
+            self.log.warning("job.interrupted", job_id=item["job_id"], kind=item["kind"], attempt=item["attempt"],
+                             since=item["since"], reason=jobs.REASON_RESTART, next=item["status"])
+        self.indexer = VectorIndexer(ctx, self.shared.embedder, executor=self.shared.index_executor)
+        ctx.services["vector_indexer"] = self.indexer
+        self.indexer.start()  # the first drain scans from id 0: rows a crash left pending
+        self._prev_wall, self._prev_mono = now, mono
+
+    def heartbeat_stats(self) -> dict[str, Any]:
+        return {"beats": self.beats, "clock_steps": self.clock_steps}
+
+    async def beat(self, due_mono: float) -> float:
+        """One heartbeat (one DB call); returns its lag in ms (how late it started against its due time)."""
+        ctx = self.ctx
+        assert ctx is not None
+        self.beating = True
+        try:
+            return await self._beat(ctx, due_mono)
+        finally:
+            self.beating = False
+
+    async def _beat(self, ctx: DaemonContext, due_mono: float) -> float:
+        mono, now = self.clock.monotonic(), self.clock.now()
+        lag_ms = max(0.0, (mono - due_mono) * 1000)
+        elapsed = max(0.0, mono - self._prev_mono)
+        step = wall_step(self._prev_wall, self._prev_mono, now, mono)
+        if step is not None:
+            self.clock_steps += 1
+            self.log.warning("clock.stepped", step_s=round(step, 3), elapsed_s=round(elapsed, 3))
+            await ctx.store.call(log_event, now, "clock_stepped", step_s=round(step, 3), elapsed_s=round(elapsed, 3))
+        self._prev_wall, self._prev_mono = now, mono
+        worker = self.shared.worker
+        js = self.settings.jobs
+        owner = worker.owner if worker is not None and worker.has_room(self.handle) else None
+        indexer = self.indexer
+        beat = BeatInput(now=now, wall=time.time(), lag_ms=lag_ms, event_cursor=self.event_cursor,
+                         indexed_upto=indexer.drain.indexed_upto if indexer else 0, claim_owner=owner,
+                         lease_s=js.lease_s, backoff_s=tuple(js.backoff_s), db_path=str(self.db_path))
+        result = await ctx.store.call(beat_batch, self.settings, self.persona, ctx.companion is not None, beat)
+        self._apply(ctx, result, owner)
+        ctx.last_beat_at = now
+        ctx.loop_lag_ms = lag_ms
+        ctx.last_beat_mono = self.clock.monotonic()
+        self.beats += 1
+        return lag_ms
+
+    def _apply(self, ctx: DaemonContext, result: BeatResult, owner: str | None) -> None:
+        """Log and act on what the batched beat found, on the event loop (no DB work here)."""
+        full = next((exc for _, exc in result.errors if isinstance(exc, StorageFullError)), None)
+        if full is not None:
+            ctx.store.fault = str(full)
+            self.log.warning("db.beat_unrecorded", reason="storage_full")
+        elif result.beat_recorded:
+            ctx.store.fault = None
+        for step, exc in result.errors:
+            if not isinstance(exc, StorageFullError):
+                self.log.error("component.failed", component=step, error=type(exc).__name__, detail=str(exc)[:200])
+        if result.switches is not None:
+            ctx.switches = result.switches
+            ctx.controls = result.switches.legacy()
+        self._log_writes(result.writes)
+        life = result.life
+        if life is not None:
+            if life["backwards"]:
+                self.log.warning("clock.backwards", part="life")
+            if life["transitions"]:
+                self.log.info("life.transition", activity=life["activity"], transitions=life["transitions"],
+                              life_events=life["life_events"])
+            self._summarise(life["mood"], life["activity"])
+        if result.expired_offers:
+            self.log.info("share.expired", count=result.expired_offers)
+        due = result.scheduled
+        if due is not None:
+            self.log.debug("job.scheduled", job_id=due.job_id, kind=due.kind, trigger=due.trigger, backlog=due.backlog)
+        for item in result.recovered:
+            self.log.warning("job.interrupted", job_id=item["job_id"], kind=item["kind"], attempt=item["attempt"],
+                             since=item["since"], reason=jobs.REASON_LEASE, next=item["status"])
+        if result.job is not None and owner is not None:
+            self.log.info("job.claimed", job_id=result.job.id, kind=result.job.kind, attempt=result.job.attempts)
+            self.shared.worker.start_job(self.handle, ctx, result.job)
+        if result.vectors_waiting and self.indexer is not None:
+            self.indexer.wake()
+        if result.checkpoint and result.checkpoint[1]:
+            busy, frames, copied = result.checkpoint
+            self.log.debug("db.checkpoint", wal_frames=frames, copied=copied, busy=busy)
+
+    def _log_writes(self, rows: list[dict[str, Any]]) -> None:
+        """As single-file mode: each write another process recorded, once, by its one name (API writes skipped)."""
+        for row in rows:
+            self.event_cursor = row["id"]
+            if row["name"] is None or row["detail"].get("actor") == "api":
+                continue
+            self.log.info(row["name"], event_id=row["id"], **row["detail"])
+            if row["name"] == CHANGED_EVENT and row["detail"].get("alias"):
+                self.log.info(DEPRECATED_EVENT, event_id=row["id"], key=row["detail"]["alias"],
+                              now=row["detail"].get("key"), actor=row["detail"].get("actor"))
+
+    def _summarise(self, mood: dict[str, Any], activity: str | None) -> None:
+        self._summary = f"mood {mood['label']} energy {mood['e']:.2f} doing {activity or '-'}"
+
+    async def close(self) -> None:
+        """Stop her indexer, record a clean stop, close the connection (its last checkpoint), release the lock."""
+        ctx, self.ctx = self.ctx, None
+        try:
+            if self.indexer is not None:
+                await self.indexer.stop()
+                self.indexer = None
+            if ctx is not None:
+                try:
+                    async with asyncio.timeout(STOP_STEP_TIMEOUT_S):
+                        await ctx.store.call(_record_stop, self.clock.now(), time.time())
+                except Exception as exc:  # the next start's gap then says clean_stop: false, the truth on file
+                    self.log.warning("daemon.stop_unrecorded", error=type(exc).__name__)
+                await ctx.store.close()
+        finally:
+            self.lock.release()
