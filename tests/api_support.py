@@ -3,6 +3,8 @@
 `ApiHarness` migrates a temp database, creates her (engine.companion), opens the AsyncStore,
 starts daemon.api.server's component on a short socket path under /tmp (Unix socket paths are
 limited to 107 bytes), and gives a client session over aiohttp.UnixConnector. Time is a FakeClock.
+`DirectoryHarness` does the same for a directory of companions: real files DIR/<handle>.db, one
+AsyncStore each, a small in-test CompanionRegistry, and ONE daemon.api.server.ApiServer over it.
 """
 
 from __future__ import annotations
@@ -166,6 +168,115 @@ class ApiHarness:
         now = self.clock.advance(seconds)
         await self.component.beat(self.ctx, now, seconds)
         self.ctx.last_beat_at = now
+
+
+async def companion_context(settings: Settings, db_path: Path, clock: FakeClock, log: Any,
+                            embedder: Any) -> DaemonContext:
+    """A running companion as the daemon would hand it to the API: her file migrated, her store open."""
+    if not db_path.exists():
+        make_database(db_path, clock.now())
+    store = await AsyncStore(db_path).open()
+    ctx = DaemonContext(settings=settings, db_path=db_path, clock=clock, store=store, log=log,
+                        companion=await store.call(get_companion), started_at=clock.now(),
+                        last_beat_at=clock.now())
+    ctx.switches = await store.call(read_switches)
+    ctx.controls = await store.call(controls)
+    ctx.services["embedder"] = embedder
+    return ctx
+
+
+class TestRegistry:
+    """A CompanionRegistry of a directory, as daemon/host.py keeps one: served contexts and faulted handles."""
+
+    __test__ = False  # not a test class, whatever its name
+
+    def __init__(self) -> None:
+        self.served: dict[str, DaemonContext] = {}
+        self.faulted: dict[str, str] = {}
+
+    @property
+    def single(self) -> DaemonContext | None:
+        return None
+
+    def get(self, handle: str) -> DaemonContext | None:
+        return self.served.get(handle)
+
+    def handles(self) -> list[str]:
+        return sorted(self.served)
+
+    def fault(self, handle: str) -> str | None:
+        return self.faulted.get(handle)
+
+    def faults(self) -> dict[str, str]:
+        return dict(self.faulted)
+
+
+class DirectoryHarness:
+    """Companions DIR/<handle>.db served by one ApiServer over a TestRegistry, on a real Unix socket."""
+
+    def __init__(self, root: Path, handles: Sequence[str], *, api: ApiSettings | None = None):
+        from daemon.api.server import ApiServer
+
+        self.root = root
+        self.sock_dir = Path(tempfile.mkdtemp(prefix="ad-", dir="/tmp"))
+        api = api or ApiSettings()
+        if not api.socket_path:
+            api = dataclasses.replace(api, socket_path=str(self.sock_dir / "a.sock"))
+        self.settings = dataclasses.replace(Settings(), api=api)
+        self.clock = FakeClock(T0)
+        self.embedder = HashEmbedder()
+        self.log = RecordingLog()
+        self.registry = TestRegistry()
+        self.handles = list(handles)
+        self.server = ApiServer(self.registry, self.settings, self.log, Path(self.settings.api.socket_path))
+        self.session: aiohttp.ClientSession | None = None
+
+    async def serve(self, handle: str) -> DaemonContext:
+        """Open DIR/<handle>.db (made first if missing) and serve it, as the host does on a scan."""
+        ctx = await companion_context(self.settings, self.root / f"{handle}.db", self.clock, self.log, self.embedder)
+        self.registry.faulted.pop(handle, None)
+        self.registry.served[handle] = ctx
+        return ctx
+
+    async def unserve(self, handle: str, reason: str | None = None) -> None:
+        """Stop serving her (closing her store); with a reason she is known but faulted."""
+        ctx = self.registry.served.pop(handle, None)
+        if ctx is not None:
+            await ctx.store.close()
+        if reason is not None:
+            self.registry.faulted[handle] = reason
+
+    async def start(self) -> DirectoryHarness:
+        for handle in self.handles:
+            await self.serve(handle)
+        await self.server.start()
+        self.session = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.settings.api.socket_path))
+        return self
+
+    async def stop(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+        await self.server.stop()
+        for handle in list(self.registry.served):
+            await self.unserve(handle)
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
+
+    async def call(self, method: str, path: str, body: Any = None, *, token: str | None = None,
+                   raw: bytes | None = None) -> tuple[int, Any]:
+        assert self.session is not None
+        data = raw if raw is not None else (None if body is None else json.dumps(body, ensure_ascii=False).encode())
+        headers = {} if data is None else {"Content-Type": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        async with self.session.request(method, "http://anima" + path, data=data, headers=headers) as resp:
+            return resp.status, json.loads(await resp.read())
+
+    async def db(self, handle: str, fn: Any, *args: Any) -> Any:
+        return await self.registry.served[handle].store.call(fn, *args)
+
+    async def beat(self, handle: str) -> None:
+        """Her heartbeat step of the API (expire offers, re-read her tokens), as the host runs it."""
+        await self.server.companion_beat(handle, self.registry.served[handle], self.clock.now())
 
 
 def turn(turn_id: str, user: str, companion: str, ts: str = "2026-05-28T20:00:00+08:00", **extra: Any) -> dict[str, Any]:

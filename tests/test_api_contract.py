@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from jsonschema import Draft202012Validator
 
-from daemon.api import validation
+from daemon.api import scoped, validation
+from daemon.api.http import route_table
 from daemon.api.routes import ROUTES
 from engine.errors import InputError
 
@@ -21,9 +25,31 @@ def test_document_is_openapi_3_1_with_valid_schemas() -> None:
 
 def test_every_path_is_versioned_and_every_route_is_in_the_contract() -> None:
     declared = set(validation.operations())
-    routed = {(m, p) for m, p, _ in ROUTES}
+    routed = {(m, p) for m, p, _, _ in route_table()}
     assert routed == declared
     assert all(path.startswith("/v1/") for _, path in declared)
+
+
+def test_every_companion_route_has_a_scoped_twin_generated_from_it() -> None:
+    """The scoped paths of openapi.json are python -m daemon.api.scoped's output, and each route has its twin."""
+    assert scoped.main(["--check"]) == 0
+    declared = validation.operations()
+    for method, path, _ in ROUTES:
+        twin = declared[(method, scoped.scoped_path(path))]
+        assert twin.operation_id == scoped.scoped_operation_id(declared[(method, path)].operation_id)
+        assert {"401", "403", "404", "503"} <= set(twin.responses)
+        assert twin.parameters[0]["name"] == "handle" and twin.request_schema == declared[(method, path)].request_schema
+
+
+def test_the_scoped_contract_check_catches_a_hand_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = json.loads(scoped.document_path().read_text(encoding="utf-8"))
+    doc["paths"]["/v1/companions/{handle}/turns"]["post"]["summary"] = "edited by hand"
+    copy = tmp_path / "openapi.json"
+    copy.write_text(scoped.render(doc), encoding="utf-8")
+    monkeypatch.setattr(scoped, "document_path", lambda: copy)
+    assert scoped.main(["--check"]) == 1
+    assert scoped.main(["--write"]) == 0 and scoped.main(["--check"]) == 0
+    assert "edited by hand" not in copy.read_text(encoding="utf-8")
 
 
 def test_every_operation_documents_its_success_and_body_errors() -> None:

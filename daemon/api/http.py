@@ -1,4 +1,9 @@
-"""The aiohttp application: routing from the contract, body limits, bearer auth on TCP, one exit for every body.
+"""The aiohttp application over a CompanionRegistry: routing from the contract, body limits, one exit for every body.
+
+The app serves the companions of a registry (daemon/registry.py): single-file mode's one companion on
+the unscoped paths, or a directory's on /v1/companions/{handle}/... (route_table() registers each
+companion route both ways; daemon/api/companions.py picks the companion and checks the caller's token
+before anything runs). Each companion has her own ApiState (untold index, persona), made lazily.
 
 Each route handler is `async def handler(request, api, body) -> dict` (or `(status, dict)`); the
 wrapper here parses and validates the JSON request body against the operation's schema, and
@@ -15,7 +20,6 @@ surrogate (400 naming the field: such a string cannot be stored or encoded).
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import math
 import re
@@ -28,23 +32,30 @@ from typing import Any, cast
 
 from aiohttp import web
 
-from daemon.api import privacy, validation
+from daemon.api import companions, privacy, scoped, validation
 from daemon.api.errors import ApiError, classify, error_body
 from daemon.api.gate import RateLimitedLog
+from daemon.api.tokens import TokenBook
 from daemon.component import DaemonContext
+from daemon.registry import CompanionRegistry
 from engine.errors import InputError, StorageFullError, StoreError
 
 Handler = Callable[[web.Request, "ApiState", Any], Awaitable[Any]]
+HostHandler = Callable[[web.Request, "ApiApp", Any], Awaitable[Any]]
 
 
 @dataclass
 class ApiState:
-    """What handlers share: the daemon context, the untold-text index, and a pool for embedding."""
+    """One companion as the API serves her: her context, her untold-text index and persona, the app's embedding pool.
+
+    One per served companion (made on her first request, again when she is served by a new context), so
+    the privacy projection of a response uses the untold index of the companion it is about, and no other.
+    """
 
     ctx: DaemonContext
-    token: str | None = None
+    executor: ThreadPoolExecutor
+    handle: str | None = None  # None: single-file mode's companion, on the unscoped paths
     untold: privacy.UntoldIndex = field(default_factory=privacy.UntoldIndex)
-    executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(2, thread_name_prefix="api-embed"))
     persona_obj: Any = None
     _storage_full_log: RateLimitedLog | None = None
 
@@ -91,7 +102,35 @@ class ApiState:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
 
-API = web.AppKey("anima_api", ApiState)
+class ApiApp:
+    """What the whole application shares: the companions (a registry), settings, the log, one embedding pool,
+    the token map, and one ApiState per companion."""
+
+    def __init__(self, registry: CompanionRegistry, settings: Any, log: Any, tcp_token: str | None = None):
+        self.registry = registry
+        self.settings = settings
+        self.log = log
+        self.tcp_token = tcp_token
+        # One pool for every companion: embedding is CPU work, and the CPU is the host's, not hers.
+        self.executor = ThreadPoolExecutor(2, thread_name_prefix="api-embed")
+        self.tokens = TokenBook()
+        self._states: dict[str | None, ApiState] = {}
+
+    def state_of(self, handle: str | None, ctx: DaemonContext) -> ApiState:
+        """Her ApiState; a new one (empty caches) when she is served by another context than before."""
+        state = self._states.get(handle)
+        if state is None or state.ctx is not ctx:
+            state = self._states[handle] = ApiState(ctx=ctx, executor=self.executor, handle=handle)
+        return state
+
+    def forget(self, handle: str) -> None:
+        """Drop the state of a companion that is no longer served (her caches must not outlive her context)."""
+        self._states.pop(handle, None)
+
+
+APP = web.AppKey("anima_api", ApiApp)
+# Request key: the companion this request is for (None: the process itself, e.g. GET /v1/companions).
+TARGET: Any = web.RequestKey("anima_target", object) if hasattr(web, "RequestKey") else "anima_target"
 # Request key: the untold index read with this request's last DB call (RequestKey on aiohttp >= 3.12).
 FRESH_INDEX: Any = (web.RequestKey("anima_untold_index", privacy.UntoldIndex) if hasattr(web, "RequestKey")
                     else "anima_untold_index")
@@ -116,14 +155,17 @@ def _operation(request: web.Request) -> validation.Operation | None:
 
 @web.middleware
 async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-    """Auth, size limit and error mapping around every request."""
-    api = request.app[API]
+    """Which companion, auth, size limit and error mapping around every request."""
+    app = request.app[APP]
     started = time.perf_counter()
     op = _operation(request)
+    target: ApiState | None = None
     try:
-        if _is_tcp(request):
-            _check_token(request, api.token)
-        limit = api.settings.api.max_body_bytes
+        # The companion first (404 unknown, 503 faulted), then whether this caller may ask her (401/403):
+        # nothing of hers is read or written before both are settled.
+        target = await companions.admit(app, request, op, _is_tcp(request))
+        request[TARGET] = target
+        limit = app.settings.api.max_body_bytes
         if request.content_length is not None and request.content_length > limit:
             # Refused from the header alone: the body is never read.
             raise ApiError(413, "too_large", f"request body is {request.content_length} bytes, over the limit of "
@@ -133,25 +175,30 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
         raise
     except ConnectionError:
         # The client went away mid-request: nothing to answer and nothing wrong on our side.
-        api.ctx.log.info("api.client_disconnected", op=op.operation_id if op else None)
+        _log(app, target).info("api.client_disconnected", op=op.operation_id if op else None)
         response = _json(400, error_body("bad_request", "the client closed the connection"))
         response.force_close()
         return response
     except Exception as exc:  # every failure leaves as the Error shape, never a traceback
         status, body = classify(exc)
-        if isinstance(exc, StorageFullError):  # a state (health says so), not a bug: rate-limited
-            api.storage_full_log().hit(op=op.operation_id if op else None)
-        elif status >= 500:
-            api.ctx.log.error("api.failed", op=op.operation_id if op else None, status=status,
-                              error=type(exc).__name__, where=_where(exc), detail=_safe_detail(exc))
-        response = await respond(api, op, status, body, sent=request.get(SENT) or _sent_so_far(request))
+        if isinstance(exc, StorageFullError) and target is not None:  # a state (health says so), not a bug
+            target.storage_full_log().hit(op=op.operation_id if op else None)
+        elif status >= 500 and not isinstance(exc, ApiError):
+            _log(app, target).error("api.failed", op=op.operation_id if op else None, status=status,
+                                    error=type(exc).__name__, where=_where(exc), detail=_safe_detail(exc))
+        response = await respond(app, target, op, status, body, sent=request.get(SENT) or _sent_so_far(request))
         if status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="anima"'
         if status in (408, 413, 415):
             response.force_close()  # the unread body must not be parsed as the next request
-    api.ctx.log.debug("api.request", op=op.operation_id if op else None, status=response.status,
-                      ms=round((time.perf_counter() - started) * 1000, 2))
+    _log(app, target).debug("api.request", op=op.operation_id if op else None, status=response.status,
+                            ms=round((time.perf_counter() - started) * 1000, 2))
     return response
+
+
+def _log(app: ApiApp, target: ApiState | None) -> Any:
+    """Her log for a request about her (the host binds companion=<handle> to it), else the process's."""
+    return target.ctx.log if target is not None else app.log
 
 
 def _sent_so_far(request: web.Request) -> tuple[str, ...]:
@@ -175,14 +222,6 @@ def _safe_detail(exc: BaseException) -> str | None:
     if type(exc).__module__.split(".")[0] in ("sqlite3", "pysqlite3"):
         return str(exc)[:200]
     return None
-
-
-def _check_token(request: web.Request, token: str | None) -> None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, given = header.partition(" ")
-    if not token or scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-        raise ApiError(401, "unauthorized", "TCP clients must send 'Authorization: Bearer <token>' "
-                                            "(the token is in the environment variable named by [api] token_env)")
 
 
 def _reject_constant(name: str) -> Any:
@@ -272,32 +311,37 @@ async def read_body(request: web.Request, op: validation.Operation, timeout_s: f
     return body
 
 
-async def respond(api: ApiState, op: validation.Operation | None, status: int, body: Any,
+async def respond(app: ApiApp, api: ApiState | None, op: validation.Operation | None, status: int, body: Any,
                   index: privacy.UntoldIndex | None = None, sent: tuple[str, ...] = ()) -> web.Response:
     """The one exit: contract check, privacy projection, serialisation.
 
-    `index` is the untold-text index read together with the request's data (ApiState.db); without
-    one (errors, routes that read no data) it is refreshed here. `sent` are the caller's own strings:
-    they are never a leak when they come back (privacy.find_leaks).
+    `api` is the companion the response is about: her untold index is the one scanned (`index`, read
+    together with the request's data by ApiState.db; without one it is refreshed here). A response of
+    the process itself (`api` None: the list of companions, a refusal before any companion was chosen)
+    holds nothing of any companion. `sent` are the caller's own strings: they are never a leak when
+    they come back (privacy.find_leaks).
     """
+    log = _log(app, api)
     try:
         if op is not None:
             validation.validate_response(op, status, body)
         else:
             validation.validate_error(body)
     except validation.ResponseInvalid as exc:
-        api.ctx.log.error("api.response_invalid", detail=str(exc))
+        log.error("api.response_invalid", detail=str(exc))
         status, body = 500, error_body("internal", "the daemon produced an invalid response; see the daemon log")
+    if api is None:
+        return _json(status, body)
     if index is None:
         try:
             index = api.untold = await api.ctx.store.call(privacy.load_untold, api.untold)
         except Exception as exc:  # cannot check -> cannot send
-            api.ctx.log.error("privacy.check_failed", error=type(exc).__name__)
+            log.error("privacy.check_failed", error=type(exc).__name__)
             return _json(503, error_body("unavailable", "the daemon could not check this response; try again"))
-    allow_offer = op is not None and op.operation_id == "offerShare" and status == 200
+    allow_offer = op is not None and scoped.unscoped_path(op.path) == "/v1/share" and status == 200
     data, hits = privacy.find_leaks(body, index, allow_offer_text=allow_offer, sent=sent)
     if hits and not await api.ctx.store.call(privacy.said_in_chat, hits):
-        api.ctx.log.error("privacy.blocked", op=op.operation_id if op else None, life_event_ids=hits, status=status)
+        log.error("privacy.blocked", op=op.operation_id if op else None, life_event_ids=hits, status=status)
         return _json(500, error_body("internal", "response withheld by the privacy projection; see the daemon log"))
     return web.Response(body=data, status=status, content_type="application/json", charset="utf-8")
 
@@ -307,40 +351,64 @@ def _json(status: int, body: dict[str, Any]) -> web.Response:
                         content_type="application/json", charset="utf-8")
 
 
-def endpoint(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def endpoint(handler: Handler | None, host_handler: HostHandler | None = None
+             ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The route: parse and check, call `handler` with her ApiState (or `host_handler` with the app, for a
+    path of the process itself), and send the result through `respond`."""
+
     async def wrapped(request: web.Request) -> web.StreamResponse:
-        api = request.app[API]
+        app = request.app[APP]
+        api: ApiState | None = request.get(TARGET)
         op = _operation(request)
         assert op is not None, f"route {request.method} {request.path} is not in openapi.json"
         check_strings(dict(request.match_info), "path")
         check_strings({k: v for k, v in request.query.items()}, "query")
-        body = (await read_body(request, op, api.settings.api.body_timeout_s)
+        body = (await read_body(request, op, app.settings.api.body_timeout_s)
                 if op.request_schema is not None else None)
-        validation.validate_instants(op, body, api.now())
         request[SENT] = privacy.caller_strings(body, dict(request.query), dict(request.match_info))
-        result = await handler(request, api, body)
+        if api is None:  # companions.admit lets only the process's own paths through without a companion
+            assert host_handler is not None, f"{op.method} {op.path} needs a companion"
+            result = await host_handler(request, app, body)
+        else:
+            assert handler is not None, f"{op.method} {op.path} is not a companion's path"
+            validation.validate_instants(op, body, api.now())
+            result = await handler(request, api, body)
         status, payload = result if isinstance(result, tuple) else (200, result)
-        return await respond(api, op, status, payload, request.get(FRESH_INDEX), request[SENT])
+        return await respond(app, api, op, status, payload, request.get(FRESH_INDEX), request[SENT])
 
     return wrapped
 
 
-def make_app(ctx: DaemonContext, token: str | None = None) -> web.Application:
-    """The application with every route of the contract; served by server.py or by a test client."""
-    from daemon.api.routes import ROUTES
+def route_table() -> list[tuple[str, str, Handler | None, HostHandler | None]]:
+    """Every route: each companion route unscoped and under /v1/companions/{handle}/ (made here, never by hand),
+    then the process's own routes. Unscoped health and contract also answer for the process (many mode)."""
+    from daemon.api.routes import HOST_ROUTES, HOST_VARIANTS, ROUTES
 
-    app = web.Application(client_max_size=ctx.settings.api.max_body_bytes, middlewares=[guard],
-                          handler_args={"max_field_size": 8190, "auto_decompress": False,
-                                        "keepalive_timeout": ctx.settings.api.keepalive_timeout_s,
-                                        "lingering_time": 1.0})
-    state = ApiState(ctx=ctx, token=token)
-    app[API] = state
-    declared = set(validation.operations())
+    table: list[tuple[str, str, Handler | None, HostHandler | None]] = []
     for method, path, handler in ROUTES:
+        table.append((method, path, cast(Handler, handler), HOST_VARIANTS.get((method, path))))
+        table.append((method, scoped.scoped_path(path), cast(Handler, handler), None))
+    table.extend((method, path, None, cast(HostHandler, handler)) for method, path, handler in HOST_ROUTES)
+    return table
+
+
+def make_app(registry: CompanionRegistry, settings: Any, log: Any, token: str | None = None) -> web.Application:
+    """The application over the companions of `registry` (one file: SingleCompanion; a directory: the host),
+    with every route of the contract; `token` is the TCP listener's bearer token. Served by server.py."""
+    app = web.Application(client_max_size=settings.api.max_body_bytes, middlewares=[guard],
+                          handler_args={"max_field_size": 8190, "auto_decompress": False,
+                                        "keepalive_timeout": settings.api.keepalive_timeout_s,
+                                        "lingering_time": 1.0})
+    state = ApiApp(registry, settings, log, token)
+    app[APP] = state
+    declared = set(validation.operations())
+    table = route_table()
+    for method, path, handler, host_handler in table:
         if (method, path) not in declared:
-            raise RuntimeError(f"route {method} {path} is missing from daemon/api/openapi.json")
-        app.router.add_route(method, path, endpoint(cast(Handler, handler)))
-    missing = declared - {(m, p) for m, p, _ in ROUTES}
+            raise RuntimeError(f"route {method} {path} is missing from daemon/api/openapi.json "
+                               "(python -m daemon.api.scoped --write adds the scoped paths)")
+        app.router.add_route(method, path, endpoint(handler, host_handler))
+    missing = declared - {(m, p) for m, p, _, _ in table}
     if missing:
         raise RuntimeError(f"openapi.json declares routes with no handler: {sorted(missing)}")
 

@@ -29,13 +29,23 @@ def socket_path(api: ApiSettings, db_path: Path, environ: Mapping[str, str]) -> 
     RuntimeDirectory= comes first because with DynamicUser= the state directory sits under
     /var/lib/private (mode 0700), which a chat server in the socket's group cannot traverse.
     """
+    return _chosen(api, environ) or db_path.with_name(db_path.name + ".sock")
+
+
+def directory_socket_path(api: ApiSettings, companions_dir: Path, environ: Mapping[str, str]) -> Path:
+    """The one socket of a daemon serving a directory (`anima run --dir`): as `socket_path`, but the last
+    resort is DIR/anima.sock (the directory's files are companions, the socket serves them all)."""
+    return _chosen(api, environ) or companions_dir / "anima.sock"
+
+
+def _chosen(api: ApiSettings, environ: Mapping[str, str]) -> Path | None:
     if api.socket_path:
         return Path(api.socket_path)
     for variable in ("RUNTIME_DIRECTORY", "STATE_DIRECTORY"):
         folder = environ.get(variable, "").split(":")[0]
         if folder:
             return Path(folder) / "anima.sock"
-    return db_path.with_name(db_path.name + ".sock")
+    return None
 
 
 def bind_unix(path: Path, mode: str, group: str) -> socket.socket:

@@ -1,9 +1,12 @@
-"""The 'api' component: serves the HTTP app on the Unix socket (and optional loopback TCP) inside the daemon's loop.
+"""The API server: the HTTP app of a CompanionRegistry on the Unix socket (and optional loopback TCP), in the daemon's loop.
 
-Listed last in daemon/components.py so that every service it calls (embedder, inner life) is up
-before the first request. Each heartbeat it expires share offers whose time ran out. Connections come
-in through daemon/api/gate.py (limits, shedding, head timeout) and are served by daemon/api/protocol.py's
-quiet handler (JSON refusals, no request bytes in any log).
+`ApiServer(registry, settings, log, path)` serves every companion of the registry with one socket:
+daemon/host.py starts ONE for a whole directory, and calls `companion_beat(handle, ctx, now)` from
+each companion's heartbeat. The 'api' component (`build`) is single-file mode's: the same server
+over SingleCompanion(ctx), listed last in daemon/components.py so that every service it calls
+(embedder, inner life) is up before the first request. Connections come in through
+daemon/api/gate.py (limits, shedding, head timeout) and are served by daemon/api/protocol.py's quiet
+handler (JSON refusals, no request bytes in any log).
 """
 
 from __future__ import annotations
@@ -15,35 +18,40 @@ from typing import Any
 from aiohttp import web
 
 from daemon.api.gate import ConnectionGate, GatedSite, connection_limit
-from daemon.api.http import make_app
+from daemon.api.http import APP, make_app
 from daemon.api.listen import bind_tcp, bind_unix, socket_path, tcp_address
 from daemon.api.protocol import QuietAppRunner
+from daemon.api.tokens import SINGLE
 from daemon.component import DaemonContext
+from daemon.registry import CompanionRegistry, SingleCompanion
 from engine.store.share import expire_offers
 
 
-class ApiComponent:
-    name = "api"
+class ApiServer:
+    """One HTTP server for the companions of a registry: binds, serves, and stops (removing its socket)."""
 
-    def __init__(self, ctx: DaemonContext):
+    def __init__(self, registry: CompanionRegistry, settings: Any, log: Any, path: Path):
+        self.registry = registry
+        self.settings = settings
+        self.log = log
+        self.socket_path = path
         self.runner: web.AppRunner | None = None
-        self.socket_path: Path | None = None
+        self.app: web.Application | None = None
         self._socket_inode: int | None = None
         self.tcp: tuple[str, int] | None = None
         self.gates: list[ConnectionGate] = []  # one per listening socket (tests and benches read its counters)
 
-    async def start(self, ctx: DaemonContext) -> None:
-        api = ctx.settings.api
+    async def start(self) -> None:
+        api = self.settings.api
         # Validate everything before binding anything: a bad TCP host refuses the start.
         tcp = tcp_address(api, os.environ)
-        path = socket_path(api, ctx.db_path, os.environ)
-        app = make_app(ctx, token=tcp[2] if tcp else None)
+        path = self.socket_path
+        self.app = make_app(self.registry, self.settings, self.log, token=tcp[2] if tcp else None)
         sock = bind_unix(path, api.socket_mode, api.socket_group)
-        self.socket_path = path
         self._socket_inode = path.stat().st_ino
-        self.runner = QuietAppRunner(app, log=ctx.log, handle_signals=False, shutdown_timeout=5.0)
+        self.runner = QuietAppRunner(self.app, log=self.log, handle_signals=False, shutdown_timeout=5.0)
         limit = connection_limit(api.max_connections, api.fd_reserve)
-        gate = {"limit": limit, "header_timeout_s": api.header_timeout_s, "log": ctx.log,
+        gate = {"limit": limit, "header_timeout_s": api.header_timeout_s, "log": self.log,
                 "error_log_interval_s": api.error_log_interval_s}
         try:
             await self.runner.setup()
@@ -56,29 +64,67 @@ class ApiComponent:
                 assert site.gate is not None
                 self.gates.append(site.gate)
         except BaseException:
-            await self.stop(ctx)  # closes the sites (and the sockets they own)
+            await self.stop()  # closes the sites (and the sockets they own)
             sock.close()
             raise
-        ctx.log.info("api.listening", socket=str(path), mode=api.socket_mode, group=api.socket_group or None,
-                     tcp=f"{tcp[0]}:{tcp[1]}" if tcp else None, max_connections=limit)
+        self.log.info("api.listening", socket=str(path), mode=api.socket_mode, group=api.socket_group or None,
+                      tcp=f"{tcp[0]}:{tcp[1]}" if tcp else None, max_connections=limit)
 
-    async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None:
+    async def companion_beat(self, handle: str | None, ctx: DaemonContext, now: float) -> None:
+        """One companion's heartbeat step of the API: expire her share offers whose time ran out, and re-read
+        her tokens (so `anima token` on a running daemon takes effect within one beat). `handle` is None in
+        single-file mode."""
         expired = await ctx.store.call(expire_offers, now)
         if expired:
             ctx.log.info("share.expired", count=expired)
+        if self.app is not None:
+            await self.app[APP].tokens.reload(SINGLE if handle is None else handle, ctx)
 
-    async def stop(self, ctx: DaemonContext) -> None:
+    async def stop(self) -> None:
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None
         path = self.socket_path
-        if path is not None:
-            try:
-                if path.stat().st_ino == self._socket_inode:
-                    path.unlink()
-            except FileNotFoundError:
-                pass
-        ctx.log.info("api.stopped")
+        try:
+            if self._socket_inode is not None and path.stat().st_ino == self._socket_inode:
+                path.unlink()
+        except FileNotFoundError:
+            pass
+        self.log.info("api.stopped")
+
+
+class ApiComponent:
+    """Single-file mode's 'api' part: an ApiServer over SingleCompanion(ctx) on the socket beside her file."""
+
+    name = "api"
+
+    def __init__(self, ctx: DaemonContext):
+        self.server: ApiServer | None = None
+
+    @property
+    def socket_path(self) -> Path | None:
+        return self.server.socket_path if self.server else None
+
+    @property
+    def tcp(self) -> tuple[str, int] | None:
+        return self.server.tcp if self.server else None
+
+    @property
+    def gates(self) -> list[ConnectionGate]:
+        return self.server.gates if self.server else []
+
+    async def start(self, ctx: DaemonContext) -> None:
+        path = socket_path(ctx.settings.api, ctx.db_path, os.environ)
+        self.server = ApiServer(SingleCompanion(ctx), ctx.settings, ctx.log, path)
+        await self.server.start()
+
+    async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None:
+        if self.server is not None:
+            await self.server.companion_beat(None, ctx, now)
+
+    async def stop(self, ctx: DaemonContext) -> None:
+        if self.server is not None:
+            await self.server.stop()
 
 
 def build(ctx: DaemonContext) -> Any:

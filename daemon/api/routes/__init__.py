@@ -1,8 +1,9 @@
-"""The API's routes, one module per resource; ROUTES is what daemon/api/http.py registers (and checks against the contract)."""
+"""The API's routes, one module per resource; ROUTES (a companion's) and HOST_ROUTES (the process's) are what
+daemon/api/http.py registers, each companion route also under /v1/companions/{handle}/ (and checks against the contract)."""
 
 from __future__ import annotations
 
-from daemon.api.routes import context, control, forget, life, meta, persona, share, state, turns
+from daemon.api.routes import companions, context, control, forget, life, meta, persona, share, state, turns
 
 ROUTES = [
     *turns.ROUTES,
@@ -15,3 +16,5 @@ ROUTES = [
     *control.ROUTES,
     *meta.ROUTES,
 ]
+HOST_ROUTES = [*companions.ROUTES]
+HOST_VARIANTS = companions.VARIANTS
