@@ -151,6 +151,10 @@ def test_kill_9_mid_ingest_to_several_of_20_loses_no_acknowledged_turn(
             assert stored <= sent[handle], (handle, sorted(stored - sent[handle]))  # her own turns only
         else:
             assert stored == set(), (handle, sorted(stored))
+    # An honest gap for each of the 20 after the kill: one warning, not a clean stop.
+    gaps = [line for line in second.log_text().splitlines() if "event=daemon.gap" in line]
+    assert sorted(g.split("companion=")[1].split()[0] for g in gaps) == TWENTY, gaps
+    assert all("level=warning" in g and "clean_stop=false" in g for g in gaps), gaps
     log = first.log_text() + second.log_text()
     assert "Traceback" not in log
     assert marker_of(STREAMED[0], 0) not in log  # chat text never reaches a log line
