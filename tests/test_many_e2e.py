@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 
 from engine.store.lock import is_locked
-from tests.conftest import run_anima
+from tests.conftest import run_anima, write_config
 from tests.many_support import (
     ManyClient,
     ManyLauncher,
@@ -426,3 +426,34 @@ def test_a_companion_moves_to_another_host_with_every_acknowledged_turn(
         litestream.kill()
         litestream.wait(timeout=10)
     assert stored_turns(new_dir / "c01.db") == {b["turn_id"] for b in acked}
+
+
+def test_a_file_locked_by_another_daemon_is_faulted_then_served_after_it_stops_and_a_sighup(
+        tmp_path: Path, template: Path, start_many: ManyLauncher, start_daemon: Any) -> None:
+    folder, config, sock = _setup(tmp_path, template, ["c01", "c02"])
+    single_sock = short_socket_dir() / "single.sock"
+    single = start_daemon(folder / "c02.db", config=write_config(
+        tmp_path / "single.toml", heartbeat_s=2.0, extra=f'[api]\nsocket_path = "{single_sock}"\n'))
+    host = start_many.start(folder, config, sock)
+
+    async def locked() -> None:
+        async with ManyClient(sock) as client:
+            served, faulted = await client.wait_listing(lambda s, f: "c02" in f, SCAN_TIMEOUT_S, "c02 faulted")
+            assert served == ["c01"] and "already used by another anima daemon" in faulted["c02"], faulted
+            status, health = await client.to("c02", "GET", "/health")
+            assert status == 503 and faulted["c02"] in health["error"]["message"], (status, health)
+            status, out = await client.to("c01", "POST", "/turns", turn_body("c01", 1))
+            assert status == 200 and out["created"] is True
+
+    asyncio.run(locked())
+    assert single.stop() == 0
+    host.hup()  # a faulted file is retried on SIGHUP
+
+    async def served_again() -> None:
+        async with ManyClient(sock) as client:
+            await client.wait_listing(lambda s, f: s == ["c01", "c02"] and not f, SCAN_TIMEOUT_S, "c02 served")
+            status, out = await client.to("c02", "POST", "/turns", turn_body("c02", 1))
+            assert status == 200 and out["created"] is True, (status, out)
+
+    asyncio.run(served_again())
+    assert host.stop() == 0
