@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -282,42 +283,109 @@ def local_positions(db: Path) -> list[Position]:
     return sorted(out, key=lambda p: p.txid)
 
 
-def last_commit_at(db: Path) -> float | None:
-    """When the file last changed: the newer mtime of the database and its -wal (None when absent).
+@dataclass(frozen=True)
+class FileTimes:
+    """When her file changed: the -wal's mtime while it holds frames (None when empty or absent) and the
+    database file's own mtime (None when absent)."""
 
-    A commit lands in the -wal, and reaches the file itself when a checkpoint copies it (or when the last
-    connection closes); either way one of the two mtimes moves. A checkpoint of frames already shipped
-    moves the file's too, which lag_seconds absorbs with its slack."""
-    times = []
-    for path in (db, Path(f"{db}-wal")):
+    wal_at: float | None
+    file_at: float | None
+
+
+def file_times(db: Path) -> FileTimes:
+    def mtime(path: Path, nonempty: bool) -> float | None:
         try:
             st = path.stat()
         except FileNotFoundError:
-            continue
-        if st.st_size > 0:
-            times.append(st.st_mtime)
-    return max(times) if times else None
+            return None
+        return None if nonempty and st.st_size == 0 else st.st_mtime
+
+    return FileTimes(wal_at=mtime(Path(f"{db}-wal"), True), file_at=mtime(db, False))
 
 
-def lag_seconds(last_commit: float | None, local: list[Position], replica: list[Position],
+WAL_HEADER = 32
+WAL_FRAME_HEADER = 24
+
+
+def ltx_wal_mark(path: Path) -> tuple[int, tuple[int, int]] | None:
+    """Where in the -wal an LTX file ends (WAL offset + size) and the WAL's salts then, from its 100-byte
+    header (LTX format: big-endian WALOffset at 48, WALSize at 56, WALSalt1/2 at 64/68); None for a
+    snapshot (no WAL range) or an unreadable file."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(100)
+    except OSError:
+        return None
+    if len(head) < 72 or head[:4] != b"LTX1":
+        return None
+    offset, size = struct.unpack(">QQ", head[48:64])
+    salts = struct.unpack(">II", head[64:72])
+    return (offset + size, (int(salts[0]), int(salts[1]))) if size else None
+
+
+def wal_unread(db: Path, mark: tuple[int, int, int] | None) -> bool | None:
+    """Does the -wal hold a frame past what Litestream last read (`mark` = end offset, salt1, salt2)?
+    A valid frame carries the WAL header's salts; a WAL started over since has new salts. None when there
+    is no -wal with frames, or nothing to compare it with."""
+    try:
+        with open(f"{db}-wal", "rb") as handle:
+            header = handle.read(WAL_HEADER)
+            if len(header) < WAL_HEADER:
+                return None
+            page_size = struct.unpack(">I", header[8:12])[0]
+            salts = struct.unpack(">II", header[16:24])
+            if mark is None:
+                return None
+            end, salt1, salt2 = mark
+            at = end if (salt1, salt2) == salts else WAL_HEADER  # started over: every valid frame is new
+            handle.seek(at)
+            frame = handle.read(WAL_FRAME_HEADER)
+    except FileNotFoundError:
+        return None
+    if len(frame) < WAL_FRAME_HEADER or not page_size:
+        return False
+    return struct.unpack(">II", frame[8:16]) == salts
+
+
+def lag_seconds(times: FileTimes, unread: bool | None, local: list[Position], replica: list[Position],
                 slack_s: float = CHECKPOINT_SLACK_S) -> float | None:
-    """Seconds between the newest local commit and the newest replicated position (0 when all is shipped);
-    None when nothing was ever replicated. Pure.
+    """Seconds between her newest commit and the newest position the replica holds (0 when all is
+    shipped); None when nothing was ever replicated. Pure.
 
-    Litestream turns commits into local LTX files and ships those; a commit is shipped when the replica
-    holds the newest local txid and that LTX file is not older than the file's last change, give or take
-    `slack_s`: Litestream checkpoints right after it ships, which touches the file with nothing new in it.
+    Litestream reads commits from the -wal into local LTX files and ships those. Something is not shipped
+    when the replica lacks the newest local txid, or when the -wal holds frames past the newest local LTX
+    (`unread`, from wal_unread). With no -wal to read (Litestream was down and the last connection
+    checkpointed it away) the file's own mtime after the newest LTX says so instead, give or take
+    `slack_s`: Litestream's own checkpoint right after shipping also moves it, with nothing new in it.
     """
     if not replica:
         return None
     newest = replica[-1]
     made = {p.txid: p.at for p in local}
     shipped_at = made.get(newest.txid, newest.at)  # the local file's mtime is sub-second; the listing's is not
-    local_newest = local[-1].txid if local else newest.txid
-    commit = last_commit if last_commit is not None else shipped_at
-    if newest.txid >= local_newest and commit <= shipped_at + slack_s:
+    read_at = local[-1].at if local else shipped_at
+    if unread is None:
+        unread = times.wal_at is None and times.file_at is not None and times.file_at > read_at + slack_s
+    unshipped = bool(local) and newest.txid < local[-1].txid
+    if not (unread or unshipped):
         return 0.0
+    commit = max(t for t in (times.wal_at, times.file_at, read_at) if t is not None)
     return max(0.0, commit - shipped_at)
+
+
+def _newest_mark(db: Path) -> tuple[int, int, int] | None:
+    """(WAL end offset, salt1, salt2) of the newest local LTX file that has a WAL range."""
+    folder = db.parent / f".{db.name}-litestream" / "ltx" / "0"
+    try:
+        names = sorted((n for n in os.listdir(folder) if n.endswith(".ltx")),
+                       key=lambda n: n.removesuffix(".ltx").split("-")[-1])  # fixed-width hex: text order is txid order
+    except FileNotFoundError:
+        return None
+    for name in reversed(names[-8:]):  # a snapshot has no WAL range: look a little further back
+        found = ltx_wal_mark(folder / name)
+        if found is not None:
+            return found[0], *found[1]
+    return None
 
 
 def lag_of(db: Path, url: ReplicaUrl, *, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
@@ -328,7 +396,7 @@ def lag_of(db: Path, url: ReplicaUrl, *, environ: Mapping[str, str] = os.environ
     except (StoreError, ConfigError) as exc:
         return {**row, "lag_s": None, "error": str(exc)}
     local = local_positions(db)
-    row.update(lag_s=lag_seconds(last_commit_at(db), local, replica),
+    row.update(lag_s=lag_seconds(file_times(db), wal_unread(db, _newest_mark(db)), local, replica),
                replica_txid=replica[-1].txid if replica else None, local_txid=local[-1].txid if local else None)
     if not replica:
         row["error"] = "the replica holds nothing yet: is anima-litestream.service running?"

@@ -8,6 +8,7 @@ import pytest
 
 from daemon.cli import main
 from daemon.replication import (
+    FileTimes,
     Position,
     ReplicaUrl,
     check_identity,
@@ -60,12 +61,44 @@ def test_config_has_one_entry_per_companion_at_url_slash_handle(tmp_path: Path) 
 
 def test_lag_is_zero_when_shipped_and_the_gap_to_the_replicated_position_otherwise() -> None:
     local = [Position(1, 100.0), Position(2, 110.0), Position(3, 120.0)]
-    assert lag_seconds(119.99, local, [Position(3, 120)]) == 0.0  # all shipped
-    assert lag_seconds(120.5, local, [Position(3, 120)]) == 0.0  # Litestream's checkpoint after it shipped
-    assert lag_seconds(125.0, local, [Position(2, 110)]) == pytest.approx(15.0)  # txid 3 (and more) not shipped
-    assert lag_seconds(130.0, local, [Position(3, 120)]) == pytest.approx(10.0)  # a commit Litestream has not seen
-    assert lag_seconds(132.0, [], [Position(3, 129)]) == pytest.approx(3.0)  # no local metadata: the listing's time
-    assert lag_seconds(130.0, local, []) is None  # nothing was ever replicated
+    assert lag_seconds(FileTimes(119.99, 119.0), False, local, [Position(3, 120)]) == 0.0  # all shipped
+    assert lag_seconds(FileTimes(120.2, 119.0), True, local, [Position(3, 120)]) == pytest.approx(0.2)  # unread
+    assert lag_seconds(FileTimes(125.0, 119.0), False, local, [Position(2, 110)]) == pytest.approx(15.0)  # unshipped
+    # No -wal (Litestream down, the last connection checkpointed it away): the file's time, past the slack.
+    assert lag_seconds(FileTimes(None, 120.5), None, local, [Position(3, 120)]) == 0.0  # its own checkpoint
+    assert lag_seconds(FileTimes(None, 130.0), None, local, [Position(3, 120)]) == pytest.approx(10.0)
+    assert lag_seconds(FileTimes(132.0, None), True, [], [Position(3, 129)]) == pytest.approx(3.0)  # listing's time
+    assert lag_seconds(FileTimes(130.0, 130.0), True, local, []) is None  # nothing was ever replicated
+
+
+def _wal(path: Path, salts: tuple[int, int], frames: int, stale: int = 0, page: int = 512) -> None:
+    import struct
+
+    header = struct.pack(">IIIIII", 0x377F0682, 3007000, page, 0, *salts) + b"\0" * 8
+    frame = struct.pack(">IIII", 1, 1, *salts) + b"\0" * 8 + b"\0" * page
+    old = struct.pack(">IIII", 1, 1, salts[0] ^ 1, salts[1]) + b"\0" * 8 + b"\0" * page
+    path.write_bytes(header + frame * frames + old * stale)
+
+
+def test_unread_frames_are_found_by_offset_and_salts(tmp_path: Path) -> None:
+    import struct
+
+    from daemon.replication import ltx_wal_mark, wal_unread
+
+    db = tmp_path / "her.db"
+    size = 24 + 512
+    _wal(Path(f"{db}-wal"), (7, 9), frames=3, stale=2)  # 3 frames of this cycle, then 2 of the previous one
+    assert wal_unread(db, (32 + 3 * size, 7, 9)) is False  # read to the end of this cycle: stale frames are not new
+    assert wal_unread(db, (32 + 2 * size, 7, 9)) is True  # one frame Litestream has not read
+    assert wal_unread(db, (32 + 3 * size, 5, 5)) is True  # the WAL started over since it last read
+    assert wal_unread(db, None) is None
+    Path(f"{db}-wal").write_bytes(b"")
+    assert wal_unread(db, (32, 7, 9)) is None
+    ltx = tmp_path / "0000000000000002-0000000000000002.ltx"
+    ltx.write_bytes(b"LTX1" + b"\0" * 44 + struct.pack(">QQII", 32, 2 * size, 7, 9) + b"\0" * 28)
+    assert ltx_wal_mark(ltx) == (32 + 2 * size, (7, 9))
+    ltx.write_bytes(b"LTX1" + b"\0" * 96)  # a snapshot: no WAL range
+    assert ltx_wal_mark(ltx) is None
 
 
 def test_at_time_needs_a_zone() -> None:

@@ -142,6 +142,16 @@ def test_file_replica_round_trip_of_a_companions_directory(tmp_path: Path) -> No
         checks = {c["check"]: c for c in json.loads(doctor.out)["checks"]}
         assert checks["replica a1"]["status"] == "ok" and checks["replica b2"]["status"] == "ok", checks
         assert checks["replica a1"]["detail"].startswith("lag 0.0 s")
+        make_companion(home / "c3.db", "c3")  # added after the config was written: not replicated yet
+        status = run_anima("replication", "status", "--dir", str(home), "--json",
+                           "--litestream-config", str(tmp_path / "litestream.yml"))
+        rows = {r["companion"]: r for r in json.loads(status.out)["replicas"]}
+        assert status.code == 1 and sorted(rows) == ["a1", "b2", "c3"] and rows["a1"]["lag_s"] == 0.0
+        assert rows["c3"]["lag_s"] is None and "regenerate" in rows["c3"]["error"]
+        doctor = run_anima("--db", str(home / "a1.db"), "doctor", "--json", "--dir", str(home),
+                           "--litestream-config", str(tmp_path / "litestream.yml"))
+        assert {c["check"]: c["status"] for c in json.loads(doctor.out)["checks"]}["replica c3"] == "fail"
+        (home / "c3.db").unlink()
     newest = max(p.at for p in local_positions(home / "a1.db"))
     while time.time() < newest + 1.2:  # past the checkpoint slack of lag_seconds: a later write is not shipped
         time.sleep(0.05)
@@ -266,7 +276,8 @@ def test_at_time_restores_an_earlier_state(tmp_path: Path) -> None:
     earlier, latest = tmp_path / "earlier" / "her.db", tmp_path / "latest" / "her.db"
     for target in (earlier, latest):
         target.parent.mkdir()
-    assert restore_cli(base, earlier, "--at", at).code == 0
+    got = restore_cli(base, earlier, "--at", at)
+    assert got.code == 0, got.err
     assert restore_cli(base, latest).code == 0
     assert count(earlier, "SELECT count(*) FROM event_log WHERE kind = 'replication_test'") == 10
     assert count(latest, "SELECT count(*) FROM event_log WHERE kind = 'replication_test'") == 35
@@ -329,7 +340,7 @@ def test_kill_9_during_acknowledged_turns_loses_at_most_one_second(tmp_path: Pat
     print({"acked": len(acked), "missing": len(missing), "acked_last_second": last_second,
            "wal_bytes_max": (db.parent / "her.db-wal").stat().st_size if (db.parent / "her.db-wal").exists() else 0,
            "snapshots": (tmp_path / "litestream.log").read_text().count("snapshot complete")})
-    assert len(acked) > 50
+    assert len(acked) >= 20  # a stream, not a handful (about 20-100 turns/s here, fewer under load)
     # anima's checkpoints (PASSIVE each beat, TRUNCATE past 4 MB) never made Litestream lose its place in
     # the WAL: one snapshot at its start, then only incremental LTX files.
     assert (tmp_path / "litestream.log").read_text().count("snapshot complete") == 1

@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--litestream-config",
                         help="litestream.yml to read replication lag from (default $ANIMA_LITESTREAM_CONFIG, "
                              "else /etc/anima/litestream.yml; skipped when absent)")
+    parser.add_argument("--dir", help="companions directory: the replication lag of each of its companions "
+                                      "(and which the litestream.yml does not replicate)")
     parser.set_defaults(func=handle)
 
 
@@ -214,21 +216,21 @@ def check_units(env: CliEnv, unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> list[Ch
     return out
 
 
-def check_replication(config: Path) -> list[Check]:
+def check_replication(config: Path, folder: Path | None = None) -> list[Check]:
     """The replication lag of every companion of the litestream.yml (anima replication status, one line each)."""
     from daemon.cli.cmd_replication import LAG_WARN_S, replication_rows
 
     if not config.exists():
         return [_check("replication", "skip", f"no {config}: replication not set up (anima replication config)")]
     try:
-        rows = replication_rows(config)
+        rows = replication_rows(config, folder)
     except AnimaError as exc:
         return [_check("replication", "fail", str(exc))]
     out = []
     for row in rows:
         name = f"replica {row['companion']}"
         if row["lag_s"] is None:
-            out.append(_check(name, "fail", f"{row['replica']}: {row.get('error', 'no position')}"))
+            out.append(_check(name, "fail", f"{row['replica'] or row['db']}: {row.get('error', 'no position')}"))
         elif row["lag_s"] > LAG_WARN_S:
             out.append(_check(name, "warn", f"lag {row['lag_s']:.1f} s behind her newest commit ({row['replica']}); "
                                             "is anima-litestream.service running?"))
@@ -274,7 +276,8 @@ def run_checks(env: CliEnv) -> list[Check]:
 def handle(args: argparse.Namespace, env: CliEnv, runner: Callable[[CliEnv], list[Check]] = run_checks) -> int:
     from daemon.cli.cmd_replication import config_path
 
-    checks = runner(env) + check_replication(config_path(getattr(args, "litestream_config", None)))
+    folder = Path(args.dir) if getattr(args, "dir", None) else None
+    checks = runner(env) + check_replication(config_path(getattr(args, "litestream_config", None)), folder)
     failed = [c for c in checks if c["status"] == "fail"]
     if args.json:
         env.print_json({"ok": not failed, "checks": checks})

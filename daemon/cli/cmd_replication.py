@@ -49,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     config.set_defaults(func=handle_config)
     status = sub.add_parser("status", help="replication lag per companion (reads the litestream.yml and the replica)")
     status.add_argument("--litestream-config", help=f"litestream.yml (default $ANIMA_LITESTREAM_CONFIG, else {DEFAULT_CONFIG})")
+    status.add_argument("--dir", help="companions directory: only its companions, and say which are not replicated")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=handle_status)
 
@@ -85,8 +86,10 @@ def config_path(explicit: str | None, environ: dict[str, str] | os._Environ[str]
     return Path(explicit or environ.get("ANIMA_LITESTREAM_CONFIG") or DEFAULT_CONFIG)
 
 
-def replication_rows(path: Path) -> list[dict[str, Any]]:
-    """The lag of every file of the litestream.yml at `path` (InputError when it cannot be read)."""
+def replication_rows(path: Path, folder: Path | None = None) -> list[dict[str, Any]]:
+    """The lag of every file of the litestream.yml at `path` (InputError when it cannot be read); with
+    `folder`, only its companions, and a row with an error for each one the file does not replicate (a
+    companion added since the config was written)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -95,19 +98,30 @@ def replication_rows(path: Path) -> list[dict[str, Any]]:
     entries = replicas_of_config(text)
     if not entries:
         raise InputError(f"litestream config {path} names no database")
+    missing: list[dict[str, Any]] = []
+    if folder is not None:
+        served = {f.absolute(): f for f in companion_files(folder)}
+        entries = [(db, url) for db, url in entries if db.absolute() in served]
+        named = {db.absolute() for db, _ in entries}
+        missing = [{"companion": f.stem, "db": str(f), "replica": None, "lag_s": None,
+                    "error": f"not replicated: {path} does not name it; regenerate it (anima replication config "
+                             "--dir ... --out ...) and restart anima-litestream"}
+                   for key, f in sorted(served.items()) if key not in named]
     # One `litestream ltx` per companion, mostly waiting on the replica's listing: a few at a time.
     with ThreadPoolExecutor(max_workers=8) as pool:
         lags = list(pool.map(lambda entry: lag_of(*entry), entries))
-    return [{"companion": db.stem, **lag} for (db, _), lag in zip(entries, lags, strict=True)]
+    rows = [{"companion": db.stem, **lag} for (db, _), lag in zip(entries, lags, strict=True)]
+    return sorted(rows + missing, key=lambda r: r["companion"])
 
 
 def handle_status(args: argparse.Namespace, env: CliEnv) -> int:
-    rows = replication_rows(config_path(args.litestream_config))
+    rows = replication_rows(config_path(args.litestream_config), Path(args.dir) if args.dir else None)
     if args.json:
         env.print_json({"replicas": rows})
     else:
         for row in rows:
             lag = "?" if row["lag_s"] is None else f"{row['lag_s']:.1f} s"
-            print(f"{row['companion']:<24} lag {lag:<8} {row['replica']}" + (f"  ({row['error']})" if "error" in row else ""))
+            where = row["replica"] or "-"
+            print(f"{row['companion']:<24} lag {lag:<8} {where}" + (f"  ({row['error']})" if "error" in row else ""))
     bad = [r for r in rows if r["lag_s"] is None or r["lag_s"] > LAG_WARN_S]
     return 1 if bad else 0
