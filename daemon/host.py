@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-import inspect
 import os
 import signal
 import time
@@ -167,7 +166,7 @@ class Host:
         self._embedder = embedder
         self.shared: Shared | None = None
         self.runtimes: dict[str, CompanionRuntime] = {}
-        self.faults: dict[str, str] = {}
+        self._faults: dict[str, str] = {}
         self._fault_sig: dict[str, tuple[int, int]] = {}
         self._opening: set[str] = set()
         self._ignored_logged: set[str] = set()
@@ -196,7 +195,11 @@ class Host:
         return sorted(h for h, rt in self.runtimes.items() if rt.ctx is not None)
 
     def fault(self, handle: str) -> str | None:
-        return self.faults.get(handle)
+        return self._faults.get(handle)
+
+    def faults(self) -> dict[str, str]:
+        """Every known companion not served, with why (GET /v1/companions lists them)."""
+        return dict(self._faults)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -214,6 +217,7 @@ class Host:
         await self.scan(retry_faults=True)
         if self.with_api:
             self.api_server = await start_api(self)
+            self.shared.api = ApiBeat(self.api_server)
         mono = self.clock.monotonic()
         self._next_watch = mono + self.settings.daemon.watch_s
         self._next_ping = mono
@@ -228,7 +232,7 @@ class Host:
         try:
             await self.start()
             self.notifier.notify("READY=1", f"STATUS={self.status_line()}")
-            self.log.info("host.ready", pid=os.getpid(), companions=len(self.runtimes), faulted=len(self.faults),
+            self.log.info("host.ready", pid=os.getpid(), companions=len(self.runtimes), faulted=len(self._faults),
                           heartbeat_s=self.settings.heartbeat.interval_s, watch_s=self.settings.daemon.watch_s)
             warm = asyncio.ensure_future(asyncio.to_thread(_warm_recall, self.shared))
             await self._loop()
@@ -322,14 +326,14 @@ class Host:
             for handle in sorted(set(self.runtimes) - set(listing.wanted)):
                 closed.append(handle)
                 await self._close_one(handle, "stop_marker" if handle in listing.stopped else "removed")
-            for handle in set(self.faults) - set(listing.wanted):  # gone, or marked: no longer a fault to report
-                self.faults.pop(handle, None)
+            for handle in set(self._faults) - set(listing.wanted):  # gone, or marked: no longer a fault to report
+                self._faults.pop(handle, None)
                 self._fault_sig.pop(handle, None)
             todo = []
             for handle, sig in sorted(listing.wanted.items()):
                 if handle in self.runtimes or handle in self._opening:
                     continue
-                if handle in self.faults and not retry_faults and self._fault_sig.get(handle) == sig:
+                if handle in self._faults and not retry_faults and self._fault_sig.get(handle) == sig:
                     continue
                 todo.append((handle, sig))
             first = not self.runtimes and not self.schedule.phase
@@ -366,9 +370,9 @@ class Host:
             await runtime.open()
         except Exception as exc:
             reason = _one_line(exc)
-            if self.faults.get(handle) != reason:
+            if self._faults.get(handle) != reason:
                 log.error("companion.faulted", error=type(exc).__name__, reason=reason)
-            self.faults[handle] = reason
+            self._faults[handle] = reason
             self._fault_sig[handle] = sig
             return False
         finally:
@@ -376,7 +380,7 @@ class Host:
         if self.stopping.is_set():
             await runtime.close()
             return False
-        self.faults.pop(handle, None)
+        self._faults.pop(handle, None)
         self._fault_sig.pop(handle, None)
         self.runtimes[handle] = runtime
         log.info("companion.served", schema=None)
@@ -385,6 +389,8 @@ class Host:
     async def _close_one(self, handle: str, reason: str) -> None:
         runtime = self.runtimes.pop(handle)
         self.schedule.remove(handle)
+        if self.shared is not None and self.shared.api is not None:
+            self.shared.api.stopped(handle)  # her API state and token digests go with her
         try:
             await runtime.close()
         except Exception as exc:
@@ -446,7 +452,7 @@ class Host:
         self.log.info("daemon.stopped")
 
     def status_line(self) -> str:
-        return f"{len(self.runtimes)} companions, {len(self.faults)} faulted, {self.beats} beats"
+        return f"{len(self.runtimes)} companions, {len(self._faults)} faulted, {self.beats} beats"
 
     def _refuse_if_watchdog_too_tight(self) -> None:
         usec = self.notifier.watchdog_usec()
@@ -482,79 +488,41 @@ def _warm_recall(shared: Shared | None) -> None:
 
 # -- the API ---------------------------------------------------------------------------------------
 async def start_api(host: Host) -> Any:
-    """ONE API server for every companion: daemon/api's make_app(registry) when it takes a registry."""
-    from daemon.api import http
+    """ONE API server for every companion (daemon/api/server.ApiServer over the host as its registry).
 
-    if next(iter(inspect.signature(http.make_app).parameters)) == "registry":
-        app = http.make_app(host, host.settings)  # type: ignore[arg-type]
-    else:  # until daemon/api serves a registry (issue 14, multiapi): the host's own list and health
-        app = _interim_app(host)
-    server = HostApiServer(app)
-    await server.start(host)
+    Socket: [api] socket_path, else $RUNTIME_DIRECTORY / $STATE_DIRECTORY anima.sock, else DIR/anima.sock.
+    """
+    from daemon.api.listen import socket_path
+    from daemon.api.server import ApiServer
+
+    server = ApiServer(host, host.settings, host.log, socket_path(host.settings.api, host.folder / "anima", os.environ))
+    await server.start()
     return server
 
 
-def _interim_app(host: Host) -> Any:
-    from aiohttp import web
+class ApiBeat:
+    """The API's share of a companion's beat, folded into her one batched DB call (daemon/runtime.py).
 
-    async def health(_request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "companions": len(host.handles()), "faulted": len(host.faults)})
+    daemon/api/server.ApiServer.companion_beat does the same in a DB call of its own (expire her offers,
+    re-read her token digests); a thousand companions pay for every extra hop, so the host reads the
+    digests inside the batch and hands them to the API's token book here.
+    """
 
-    async def companions(_request: web.Request) -> web.Response:
-        return web.json_response({"companions": host.handles(),
-                                  "faulted": [{"handle": h, "reason": r} for h, r in sorted(host.faults.items())]})
+    def __init__(self, server: Any):
+        self.server = server
 
-    app = web.Application()
-    app.router.add_get("/v1/health", health)
-    app.router.add_get("/v1/companions", companions)
-    return app
+    @staticmethod
+    def step(conn: Any) -> Any:
+        from engine.store.tokens import token_digests
 
+        return token_digests(conn)
 
-class HostApiServer:
-    """The listening sockets of the host's API (as daemon/api/server.py's component does for one file)."""
+    def apply(self, handle: str, ctx: DaemonContext, digests: Any) -> None:
+        from daemon.api.http import APP
 
-    def __init__(self, app: Any):
-        self.app = app
-        self.runner: Any = None
-        self.socket_path: Path | None = None
-        self._socket_inode: int | None = None
+        app = self.server.app
+        if app is not None:
+            app[APP].tokens.read(handle, ctx, digests)
 
-    async def start(self, host: Host) -> None:
-        from daemon.api.gate import GatedSite, connection_limit
-        from daemon.api.listen import bind_tcp, bind_unix, socket_path, tcp_address
-        from daemon.api.protocol import QuietAppRunner
-
-        api = host.settings.api
-        tcp = tcp_address(api, os.environ)
-        # [api] socket_path, else $RUNTIME_DIRECTORY / $STATE_DIRECTORY anima.sock, else DIR/anima.sock.
-        path = socket_path(api, host.folder / "anima", os.environ)
-        sock = bind_unix(path, api.socket_mode, api.socket_group)
-        self.socket_path = path
-        self._socket_inode = path.stat().st_ino
-        self.runner = QuietAppRunner(self.app, log=host.log, handle_signals=False, shutdown_timeout=5.0)
-        limit = connection_limit(api.max_connections, api.fd_reserve)
-        gate = {"limit": limit, "header_timeout_s": api.header_timeout_s, "log": host.log,
-                "error_log_interval_s": api.error_log_interval_s}
-        try:
-            await self.runner.setup()
-            sites = [GatedSite(self.runner, sock, **gate)]
-            if tcp:
-                sites.append(GatedSite(self.runner, bind_tcp(tcp[0], tcp[1]), **gate))
-            for site in sites:
-                await site.start()
-        except BaseException:
-            await self.stop()
-            sock.close()
-            raise
-        host.log.info("api.listening", socket=str(path), mode=api.socket_mode, group=api.socket_group or None,
-                      tcp=f"{tcp[0]}:{tcp[1]}" if tcp else None, max_connections=limit)
-
-    async def stop(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
-            self.runner = None
-        path = self.socket_path
-        if path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                if path.stat().st_ino == self._socket_inode:
-                    path.unlink()
+    def stopped(self, handle: str) -> None:
+        self.server.companion_stopped(handle)

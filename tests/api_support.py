@@ -121,16 +121,7 @@ class ApiHarness:
     async def start(self) -> ApiHarness:
         from daemon.api.server import build
 
-        if not self.db_path.exists():
-            make_database(self.db_path, self.clock.now())
-        store = await AsyncStore(self.db_path).open()
-        companion = await store.call(get_companion)
-        self.ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
-                                 log=self.log, companion=companion, started_at=self.clock.now(),
-                                 last_beat_at=self.clock.now())
-        self.ctx.switches = await store.call(read_switches)
-        self.ctx.controls = await store.call(controls)
-        self.ctx.services["embedder"] = self.embedder
+        self.ctx = await companion_context(self.settings, self.db_path, self.clock, self.log, self.embedder)
         self.component = build(self.ctx)
         await self.component.start(self.ctx)
         self.session = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.socket_path))

@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from daemon.api import scoped, validation
 from daemon.api.http import route_table
 from daemon.api.routes import ROUTES
+from daemon.registry import HANDLE_PATTERN
 from engine.errors import InputError
 
 
@@ -39,6 +40,8 @@ def test_every_companion_route_has_a_scoped_twin_generated_from_it() -> None:
         assert twin.operation_id == scoped.scoped_operation_id(declared[(method, path)].operation_id)
         assert {"401", "403", "404", "503"} <= set(twin.responses)
         assert twin.parameters[0]["name"] == "handle" and twin.request_schema == declared[(method, path)].request_schema
+    entry = validation.document()["components"]["schemas"]["CompanionEntry"]
+    assert entry["properties"]["handle"]["pattern"] == HANDLE_PATTERN.pattern == scoped.HANDLE_PARAMETER["schema"]["pattern"]
 
 
 def test_the_scoped_contract_check_catches_a_hand_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

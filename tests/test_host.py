@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from engine.companion import create_companion
 from engine.settings import DaemonSettings, HeartbeatSettings, Settings
 from engine.store import connect, migrate, transaction
 from engine.store.core import daemon_state, set_companion_handle
+from engine.store.life import get_inner_state_text
 from engine.store.lock import is_locked
 from tests.api_support import T0, HashEmbedder, RecordingLog
 
@@ -332,5 +334,29 @@ async def test_a_file_with_another_companions_handle_is_faulted(tmp_path: Path) 
     try:
         assert host.handles() == ["a1"]
         assert "a1" in (host.fault("b2") or "")
+    finally:
+        await host.shutdown()
+
+
+async def test_a_failing_step_of_a_beat_is_rolled_back_alone_and_the_beat_still_lands(tmp_path: Path) -> None:
+    path = make_companion(tmp_path, "a1")
+    clock = FakeClock(T0)
+    host = make_host(tmp_path, clock, interval_s=5.0, watch_s=0.0)
+    await host.start()
+    try:
+        ctx = host.get("a1")
+        assert ctx is not None
+        # A real failure inside the batch: the offers table is gone, so the offer-expiry step raises.
+        await ctx.store.call(lambda conn: conn.execute("ALTER TABLE share_offer RENAME TO share_offer_gone"))
+        await advance(host, clock, 5.5)
+        failed = [kw["component"] for level, event, kw in host.log.events if event == "component.failed"]
+        assert failed == ["share"]
+        conn = connect(path, readonly=True)
+        try:
+            assert daemon_state(conn)["beats"] == 1  # recorded in the same transaction as the failed step
+            assert json.loads(get_inner_state_text(conn) or "{}")["last_step_at"] == pytest.approx(T0 + 5.0)  # life stepped
+        finally:
+            conn.close()
+        assert host.runtimes["a1"].beats == 1 and host.runtimes["a1"]._summary
     finally:
         await host.shutdown()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +36,27 @@ def _beats(path: Path) -> int:
     try:
         state = daemon_state(conn)
         return int(state["beats"]) if state else 0
+    finally:
+        conn.close()
+
+
+class _UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path: Path):
+        super().__init__("localhost", timeout=10)
+        self.unix_path = str(path)
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(10)
+        self.sock.connect(self.unix_path)
+
+
+def _get(sock_path: Path, path: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    conn = _UnixHTTP(sock_path)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
     finally:
         conn.close()
 
@@ -68,6 +91,12 @@ def test_run_dir_serves_the_directory_and_sighup_adds_a_companion(tmp_path: Path
         assert _beats(folder / "b2.db") == 0  # not picked up without the watch
         proc.send_signal(signal.SIGHUP)
         _wait_for(lambda: _beats(folder / "b2.db") >= 1, 15, "b2's beats after SIGHUP")
+        sock_path = folder / "anima.sock"
+        status, listing = _get(sock_path, "/v1/companions")
+        assert status == 200 and [c["handle"] for c in listing["companions"] if c["served"]] == ["a1", "b2"]
+        status, health = _get(sock_path, "/v1/companions/b2/health")
+        assert status == 200 and health["alive"] is True
+        assert _get(sock_path, "/v1/companions/zz/health")[0] == 404
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
     finally:

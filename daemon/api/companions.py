@@ -10,8 +10,8 @@ caller who may not ask. The rules (contract14.md, openapi.json):
   path, except the process's own paths (scoped.HOST_PATHS), which need no companion.
 - Tokens: a companion with a token (`anima token`) answers only to `Authorization: Bearer <her token>`,
   on the socket and on TCP alike; no token or a token nobody has is a 401, another companion's token a
-  403 (a front end may read its own companion only). A presented token is always checked, also on a
-  companion without one: a stale or foreign token is refused rather than silently ignored.
+  403 (a front end may read its own companion only, also one without a token). On the socket, an open
+  companion (no token) ignores any other header, as single-file mode always did.
 - TCP: every request needs a bearer token, the listener's ([api] token_env) or a companion's; on a
   companion that has a token of her own, hers is the one that counts.
 """
@@ -122,15 +122,19 @@ async def _authorize(app: ApiApp, request: web.Request, key: str | None, own: fr
     presented = digest(given)
     if own and matches(presented, own):
         return
-    if tcp and not own and _is_port_token(app, given):
+    if not own and _is_port_token(app, given):  # the listener's token, also sent on the socket: as before
         return
     found, owner = await app.tokens.owner(presented, app.registry)
     if found and owner == key:  # hers after all: read from her file while the map was rebuilt just now
         return
     if found:
         raise ApiError(403, "forbidden", f"this token is another companion's; {_who(key)} answers only to her own")
-    raise ApiError(401, "unauthorized", f"the bearer token is not {_who(key)}'s (revoked, or never made); "
-                                        "anima token makes one")
+    if own:
+        raise ApiError(401, "unauthorized", f"the bearer token is not {_who(key)}'s (revoked, or never made); "
+                                            "anima token makes one")
+    if tcp:
+        raise ApiError(401, "unauthorized", TCP_NEEDS_TOKEN)
+    # An open companion on the socket: a header she never asked for is ignored, as it always was.
 
 
 async def _port_token(app: ApiApp, request: web.Request) -> None:

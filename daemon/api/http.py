@@ -124,8 +124,10 @@ class ApiApp:
         return state
 
     def forget(self, handle: str) -> None:
-        """Drop the state of a companion that is no longer served (her caches must not outlive her context)."""
+        """Drop the state and token digests of a companion that is no longer served (her caches must not
+        outlive her context; her tokens open nothing once she is gone)."""
         self._states.pop(handle, None)
+        self.tokens.drop(handle)
 
 
 APP = web.AppKey("anima_api", ApiApp)

@@ -24,6 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from daemon.registry import HANDLE_PATTERN
+
 SCOPE = "/v1/companions/{handle}"
 SCOPE_PREFIX = "/v1/companions/{handle}/"
 ID_PREFIX = "companion"
@@ -35,7 +37,7 @@ HANDLE_PARAMETER = {
     "name": "handle",
     "in": "path",
     "required": True,
-    "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$"},
+    "schema": {"type": "string", "pattern": HANDLE_PATTERN.pattern},
     "description": "The companion's id in the companions directory: the stem of DIR/<handle>.db "
                    "(GET /v1/companions lists them).",
 }

@@ -25,6 +25,7 @@ from daemon.api.tokens import SINGLE
 from daemon.component import DaemonContext
 from daemon.registry import CompanionRegistry, SingleCompanion
 from engine.store.share import expire_offers
+from engine.store.tokens import token_digests
 
 
 class ApiServer:
@@ -74,11 +75,21 @@ class ApiServer:
         """One companion's heartbeat step of the API: expire her share offers whose time ran out, and re-read
         her tokens (so `anima token` on a running daemon takes effect within one beat). `handle` is None in
         single-file mode."""
-        expired = await ctx.store.call(expire_offers, now)
+        def step(conn: Any) -> tuple[int, frozenset[str]]:
+            # One trip to her DB thread per beat for both: a thousand idle companions beat every interval.
+            return expire_offers(conn, now), token_digests(conn)
+
+        expired, digests = await ctx.store.call(step)
         if expired:
             ctx.log.info("share.expired", count=expired)
         if self.app is not None:
-            await self.app[APP].tokens.reload(SINGLE if handle is None else handle, ctx)
+            self.app[APP].tokens.read(SINGLE if handle is None else handle, ctx, digests)
+
+    def companion_stopped(self, handle: str) -> None:
+        """She is no longer served (file removed, .stop marker, fault): drop her ApiState and token digests now,
+        so her caches and context do not outlive her (a request for her would also drop them, lazily)."""
+        if self.app is not None:
+            self.app[APP].forget(handle)
 
     async def stop(self) -> None:
         if self.runner is not None:

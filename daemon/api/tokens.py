@@ -57,8 +57,12 @@ class TokenBook:
     async def reload(self, key: str | None, ctx: Any) -> frozenset[str]:
         """Read her digests again (her heartbeat; a new context) and update the reverse map."""
         digests: frozenset[str] = await ctx.store.call(token_digests)
-        self._set(key, ctx, digests)
+        self.read(key, ctx, digests)
         return digests
+
+    def read(self, key: str | None, ctx: Any, digests: frozenset[str]) -> None:
+        """Her digests as just read from her file through `ctx` (by reload, or by her heartbeat's own DB call)."""
+        self._set(key, ctx, digests)
 
     def _set(self, key: str | None, ctx: Any, digests: frozenset[str]) -> None:
         for old in self.known(key) - digests:
@@ -68,6 +72,12 @@ class TokenBook:
         for digest in digests:
             self._owner[digest] = key
 
+    def drop(self, key: str | None) -> None:
+        """Forget her digests (she is no longer served)."""
+        if key in self._own:
+            self._set(key, None, NO_DIGESTS)
+            del self._own[key]
+
     async def owner(self, digest: str, registry: Any) -> tuple[bool, str | None]:
         """(found, key) of the served companion whose token has this digest; the map is rebuilt first when
         the registry serves other companions (or other contexts) than when it was last built."""
@@ -75,9 +85,8 @@ class TokenBook:
         if served != self._served:
             contexts = {key: registry.single if key is SINGLE else registry.get(key) for key, _ in served}
             await asyncio.gather(*(self.of(key, ctx) for key, ctx in contexts.items() if ctx is not None))
-            for key in [k for k in self._own if k not in contexts]:
-                self._set(key, None, NO_DIGESTS)  # gone: her tokens open nothing any more
-                del self._own[key]
+            for key in [k for k in self._own if k not in contexts and (k is None or registry.fault(k) is None)]:
+                self.drop(key)  # gone: her tokens open nothing any more (a faulted one's still guard her 503)
             self._served = served
         if digest in self._owner:
             return True, self._owner[digest]
