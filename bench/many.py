@@ -12,7 +12,9 @@
    heartbeat lag. Lag comes from what the daemon exposes: a lag summary in GET /v1/companions or
    /v1/health when there is one, else the `heartbeat.lag` warnings it logs above `[heartbeat]
    lag_warn_ms` (set to --lag-ms, default 50, for this run) counted against the beats due in the
-   window: p99 <= 50 ms holds exactly when at most 1 % of the beats were late by more than 50 ms.
+   window: p99 <= 50 ms holds exactly when at most 1 % of the beats were late by more than 50 ms. Then,
+   unless the API exposes the lag, a --lag-seconds window with lag_warn_ms 0 (SIGHUP-reloaded) logs
+   every beat's lag, for its p50/p95/p99 (that logging costs CPU, hence a window of its own).
 4. Chat, paced as bench/api.py's paced shape (context -> share -> turns, think 0.5-1.5 x --think-s):
    one user on one companion (the single-companion reference), then --users users on as many other
    companions, then one user again (the reference is both single runs together: drift of a shared
@@ -320,18 +322,51 @@ def copy_dir(source: Path, target: Path) -> float:
     return round(time.monotonic() - began, 1)
 
 
-def write_config(folder: Path, sock: str, args: argparse.Namespace) -> Path:
+def write_config(folder: Path, sock: str, args: argparse.Namespace, lag_warn_ms: float) -> Path:
     config = folder / "config.toml"
     extra = "".join(f"{line}\n" for line in args.config_line)
     config.write_text(f'[log]\nformat = "json"\nlevel = "warning"\n[api]\nsocket_path = "{sock}"\n'
-                      f"[heartbeat]\nlag_warn_ms = {args.lag_ms}\n"
+                      f"[heartbeat]\nlag_warn_ms = {lag_warn_ms}\n"
                       f"[daemon]\ncache_budget_mb = {args.cache_budget_mb}\n{extra}", encoding="utf-8")
     return config
 
 
+async def cpu_trace(proc: Proc, seconds: float, step: float = 10.0) -> list[float]:
+    """CPU % of one core in consecutive `step`-second buckets: shows whether start-up work is still draining."""
+    trace = []
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0.5:
+        t0, c0 = time.monotonic(), proc.cpu_s()
+        await asyncio.sleep(min(step, left))
+        trace.append(round(100 * (proc.cpu_s() - c0) / (time.monotonic() - t0), 1))
+    return trace
+
+
+async def lag_window(args: argparse.Namespace, daemon: subprocess.Popen[bytes], work: Path, sock: str,
+                     log_path: Path, served: int) -> dict[str, Any]:
+    """Every beat's lag for --lag-seconds: lag_warn_ms 0 (each beat logs its lag) applied by SIGHUP, then back."""
+    write_config(work, sock, args, 0.0)
+    daemon.send_signal(signal.SIGHUP)
+    await asyncio.sleep(3.0)  # the reload is applied between beats
+    t0, log0 = time.monotonic(), log_path.stat().st_size
+    await asyncio.sleep(args.lag_seconds)
+    t1, log1 = time.monotonic(), log_path.stat().st_size
+    write_config(work, sock, args, args.lag_ms)
+    daemon.send_signal(signal.SIGHUP)
+    lags = sorted(lag_lines(log_path, log0, log1))
+    due = int(served * (t1 - t0) / args.interval_s)
+    return {"seconds": round(t1 - t0, 1), "beats_due": due, "beats_logged": len(lags),
+            "p50_ms": round(percentile(lags, 50), 1) if lags else None,
+            "p95_ms": round(percentile(lags, 95), 1) if lags else None,
+            "p99_ms": round(percentile(lags, 99), 1) if lags else None,
+            "max_ms": round(lags[-1], 1) if lags else None,
+            "note": "every beat logs heartbeat.lag in this window (lag_warn_ms 0): its logging costs CPU, so idle "
+                    "CPU is measured in the idle window, not here"}
+
+
 async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: dict[str, Any]) -> None:
     sock = str(work / "anima.sock")
-    config = write_config(work, sock, args)
+    config = write_config(work, sock, args, args.lag_ms)
     log_path = work / "daemon.log"
     log = open(log_path, "wb")  # noqa: SIM115 - closed in finally
     env = {**os.environ, "PYTHONPATH": str(args.tree)}
@@ -352,7 +387,7 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
         # idle
         t0, c0, log0 = time.monotonic(), proc.cpu_s(), log_path.stat().st_size
         rss_from = len(rss.samples)
-        await asyncio.sleep(args.idle_seconds)
+        trace = await cpu_trace(proc, args.idle_seconds)
         t1, c1, log1 = time.monotonic(), proc.cpu_s(), log_path.stat().st_size
         idle_rss = rss.samples[rss_from:] or [proc.status_mb("VmRSS")]
         late = lag_lines(log_path, log0, log1)
@@ -373,9 +408,12 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
             lag["p99_within_lag_ms"] = bool(beats_due) and len(late) <= 0.01 * beats_due
         out["idle"] = {"seconds": round(t1 - t0, 1), "cpu_s": round(c1 - c0, 2),
                        "cpu_percent": round(100 * (c1 - c0) / (t1 - t0), 3),
+                       "cpu_percent_per_10s": trace,
                        "rss_mb_max": max(idle_rss), "rss_mb_end": idle_rss[-1], "threads": proc.threads(),
                        "heartbeat_lag": lag, "loadavg_1m": round(os.getloadavg()[0], 2)}
         out["caches"] = find_caches(health) or find_caches(listing)
+        if args.lag_seconds > 0 and not exposed:
+            out["heartbeat_lag_every_beat"] = await lag_window(args, daemon, work, sock, log_path, len(served))
 
         # chat: single, many, single
         if args.users > 0 and len(served) > args.users:
@@ -421,15 +459,17 @@ def verdicts(out: dict[str, Any]) -> dict[str, Any]:
     chat_out = out.get("chat", {})
     rss_values = [v for v in (out.get("rss", {}).get("vmrss_mb_max"), out.get("rss", {}).get("vmhwm_mb")) if v]
     rss_mb = max(rss_values) if rss_values else None
+    every = out.get("heartbeat_lag_every_beat", {})
     lag_ok: bool | None
     if lag.get("p99_ms") is not None:
         lag_ok = lag["p99_ms"] <= TARGETS["heartbeat_lag_p99_ms"]
-    else:
+    else:  # the idle window's count of beats late by more than lag_ms (exact for the verdict)
         lag_ok = lag.get("p99_within_lag_ms")
     ratio = chat_out.get("context_p95_ratio")
     return {
         "idle_cpu_le_2_percent": None if "cpu_percent" not in idle else idle["cpu_percent"] <= TARGETS["idle_cpu_percent"],
         "heartbeat_lag_p99_le_50ms": lag_ok,
+        "heartbeat_lag_p99_ms_every_beat_window": every.get("p99_ms"),
         "rss_le_600mb": None if rss_mb is None else rss_mb <= TARGETS["rss_mb"],
         "context_p95_within_10_percent": None if ratio is None else ratio <= TARGETS["context_p95_ratio"],
         "rss_mb_judged": rss_mb,
@@ -446,9 +486,12 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work directory (copy, config, daemon log)")
     parser.add_argument("--tree", type=Path, default=REPO, help="source tree of the daemon to run")
     parser.add_argument("--idle-seconds", type=float, default=300.0)
-    parser.add_argument("--settle-seconds", type=float, default=30.0, help="after ready, before idle is measured")
+    parser.add_argument("--settle-seconds", type=float, default=120.0,
+                        help="after ready, before idle is measured (start-up consolidation jobs drain)")
     parser.add_argument("--interval-s", type=float, default=15.0, help="the daemon's [heartbeat] interval_s")
     parser.add_argument("--lag-ms", type=float, default=50.0, help="[heartbeat] lag_warn_ms for this run")
+    parser.add_argument("--lag-seconds", type=float, default=60.0,
+                        help="after idle: a window where every beat logs its lag, for the distribution (0: skip)")
     parser.add_argument("--cache-budget-mb", type=int, default=256, help="[daemon] cache_budget_mb for this run")
     parser.add_argument("--config-line", action="append", default=[], metavar="TOML",
                         help="an extra line for the daemon's config.toml (after the [daemon] section)")

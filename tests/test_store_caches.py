@@ -160,6 +160,14 @@ def test_the_real_holders_count_hits_under_the_shared_budget(tmp_path: Path) -> 
     conn.close()
 
 
+def test_value_bytes_counts_a_matrix_whole_and_a_dict_by_its_length() -> None:
+    matrix = np.zeros((1500, 384), dtype=np.float32)  # the vector index's buffer, spare capacity included
+    assert matrix.nbytes <= caches.value_bytes(matrix) < matrix.nbytes + 1024
+    small = {f"词{n}": n for n in range(100)}
+    big = {f"词{n}": n for n in range(10_000)}
+    assert 50 * caches.value_bytes(small) < caches.value_bytes(big) < 200 * caches.value_bytes(small)
+
+
 def test_lowering_the_budget_evicts_now_and_a_bad_budget_is_refused(tmp_path: Path) -> None:
     budget = caches.CacheBudget(1024 * 1024)
     cache: caches.FileCache[np.ndarray] = caches.FileCache("m", budget)

@@ -71,17 +71,18 @@ def value_bytes(value: Any, depth: int = 3) -> int:
         return size
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return size + sum(value_bytes(getattr(value, f.name), depth - 1) for f in dataclasses.fields(value))
-    if isinstance(value, dict):
-        items = list(itertools.islice(value.items(), _SAMPLE))
-        if not items:
+    if isinstance(value, (dict, list, tuple, set, frozenset)):
+        try:  # another thread may be filling it (the term counts): then sized by its slots alone
+            sample = list(itertools.islice(value.items() if isinstance(value, dict) else value, _SAMPLE))
+        except RuntimeError:
             return size
-        sampled = sum(value_bytes(k, depth - 1) + value_bytes(v, depth - 1) for k, v in items)
-        return size + sampled * len(value) // len(items)
-    if isinstance(value, (list, tuple, set, frozenset)):
-        sample = list(itertools.islice(value, _SAMPLE))
         if not sample:
             return size
-        return size + sum(value_bytes(v, depth - 1) for v in sample) * len(value) // len(sample)
+        if isinstance(value, dict):
+            sampled = sum(value_bytes(k, depth - 1) + value_bytes(v, depth - 1) for k, v in sample)
+        else:
+            sampled = sum(value_bytes(v, depth - 1) for v in sample)
+        return size + sampled * len(value) // len(sample)
     return size
 
 
