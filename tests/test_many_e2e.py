@@ -1,10 +1,12 @@
 """Issue 14 acceptance 2, end to end: many companions in one real `anima run --dir` process.
 
-Real processes (the companions made by `anima init --dir`), real signals (kill -9, SIGHUP, SIGTERM), HTTP
-over the real Unix socket on the scoped paths /v1/companions/{handle}/..., and the files read back
-read-only as the ground truth. Each test stands for one promise an operator relies on: acknowledged
-turns survive a kill -9 and land in their own companion only; a corrupt file takes down that companion
-only; companions come and go without a restart; one companion's token opens no other companion.
+Real processes (the companions made by the `anima init --dir` command line), real signals (kill -9,
+SIGHUP, SIGTERM), HTTP over the real Unix socket on the scoped paths /v1/companions/{handle}/..., and the
+files read back read-only as the ground truth. Each test stands for one promise the README makes an
+operator: acknowledged turns survive a kill -9 and land in their own companion only; a corrupt or locked
+file takes down that companion only; companions come and go without a restart; one companion's token
+opens no other companion, and a token change needs no restart; a companion moves to another host (stop,
+final sync, restore from a real Litestream replica) with every acknowledged turn.
 """
 
 from __future__ import annotations
