@@ -121,8 +121,8 @@ def run_variant(variant: str, seconds: float, size: int) -> dict[str, Any]:
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline and lag_of(db, url).get("lag_s") != 0.0:
                     time.sleep(0.1)
-            litestream.kill()
-            litestream.wait(10)
+            litestream.terminate()  # as systemd stops it (a no-op after the host-lost SIGKILL)
+            litestream.wait(30)
             target = folder / "new-host" / "her.db"
             target.parent.mkdir()
             done = anima("restore", "--from-replica", base, "--db", str(target))

@@ -210,3 +210,47 @@ def test_credentials_come_from_the_units_env_file_without_overriding_ours(tmp_pa
     assert got["AWS_ACCESS_KEY_ID"] == "mine" and got["AWS_SECRET_ACCESS_KEY"] == "s e c"
     assert "AWS_CA_BUNDLE" not in got  # Litestream 0.5.17's S3 client refuses to start with it
     assert "AWS_SECRET_ACCESS_KEY" not in litestream_env({"ANIMA_LITESTREAM_ENV": str(tmp_path / "none")})
+
+
+async def test_a_truncate_against_litestreams_read_lock_gives_up_at_once_and_passive_keeps_its_wait(
+        tmp_path: Path) -> None:
+    """Litestream keeps a read transaction open on her WAL; a TRUNCATE holds the write lock while it waits
+    for readers, so waiting the store's 5 s busy_timeout froze every write for 5 s (bench/replication.py)."""
+    import asyncio
+    import os
+    import time
+
+    from daemon.checkpoint import TRUNCATE_WAIT_MS, WalCheckpointer
+    from engine.store import connect
+    from engine.store.connect import BUSY_TIMEOUT_MS
+    from tests.memory_helpers import fresh_db
+
+    async def timeout_of(checkpointer: WalCheckpointer) -> int:
+        def read() -> int:  # on the checkpointer's own thread, where its connection lives
+            return int(checkpointer._conn.execute("PRAGMA busy_timeout").fetchone()[0])
+
+        return await asyncio.get_running_loop().run_in_executor(checkpointer._executor, read)
+
+    db = tmp_path / "a.db"
+    conn = fresh_db(db)
+    conn.execute("CREATE TABLE filler (x BLOB)")
+    for _ in range(50):
+        conn.execute("INSERT INTO filler VALUES (?)", (os.urandom(4000),))
+    reader = connect(db)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM filler").fetchone()  # a read snapshot held, as Litestream's
+    checkpointer = WalCheckpointer(db)
+    try:
+        started = time.monotonic()
+        busy, _, _ = await checkpointer.run("TRUNCATE")
+        waited = time.monotonic() - started
+        assert busy == 1  # it cannot start the log over under a reader...
+        assert waited < BUSY_TIMEOUT_MS / 1000 / 2  # ...and gave up on its short wait, not the 5 s one
+        assert await timeout_of(checkpointer) == TRUNCATE_WAIT_MS
+        await checkpointer.run("PASSIVE")
+        assert await timeout_of(checkpointer) == BUSY_TIMEOUT_MS  # a PASSIVE waits for no reader anyway
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+        await checkpointer.close()
+        conn.close()
