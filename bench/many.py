@@ -77,8 +77,23 @@ print(base, opened, rss(), conns[0].execute("PRAGMA cache_size").fetchone()[0])
 # `python -m daemon`, except when the tree's host predates the API over a registry taking a log
 # (h-host and h-multiapi merged before the lead reconciled them): then the host's API is built the way
 # daemon/api's make_app(registry, settings, log) asks. Says on stderr which it did.
+#
+# --daemon-cache-kib / --daemon-budget: what-if runs for knobs the host does not wire yet (reported as
+# such): every companion connection opened with connect(cache_kib=N), caches.set_budget(MB) at start.
 LAUNCH = """
-import inspect, sys
+import functools, inspect, os, sys
+kib = os.environ.get("ANIMA_BENCH_CACHE_KIB")
+if kib:
+    import daemon.db, daemon.worker
+    from engine.store import connect
+    daemon.db.connect = functools.partial(connect, cache_kib=int(kib))
+    daemon.worker.connect = functools.partial(connect, cache_kib=int(kib))
+    print(f"bench.launch: companion connections with cache_kib={kib}", file=sys.stderr, flush=True)
+budget = os.environ.get("ANIMA_BENCH_BUDGET_MB")
+if budget:
+    from engine.store import caches
+    caches.set_budget(int(budget) * 1024 * 1024)
+    print(f"bench.launch: caches.set_budget({budget} MB)", file=sys.stderr, flush=True)
 import daemon.host as host
 from daemon.api import http
 needs_log = list(inspect.signature(http.make_app).parameters)[:3] == ["registry", "settings", "log"]
@@ -370,6 +385,10 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
     log_path = work / "daemon.log"
     log = open(log_path, "wb")  # noqa: SIM115 - closed in finally
     env = {**os.environ, "PYTHONPATH": str(args.tree)}
+    if args.daemon_cache_kib is not None:
+        env["ANIMA_BENCH_CACHE_KIB"] = str(args.daemon_cache_kib)
+    if args.daemon_budget:
+        env["ANIMA_BENCH_BUDGET_MB"] = str(args.cache_budget_mb)
     env.pop("NOTIFY_SOCKET", None)
     began = time.monotonic()
     daemon = subprocess.Popen([sys.executable, "-c", LAUNCH, "--config", str(config), "run", "--dir", str(served_dir)],
@@ -381,6 +400,7 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
         listing = await wait_ready(sock, daemon, args.companions, args.ready_timeout)
         served = served_handles(listing)
         out["start"] = {"ready_s": round(time.monotonic() - began, 1), "served": len(served),
+                        "loadavg_1m": round(os.getloadavg()[0], 2),
                         "faulted": len(faulted_handles(listing)), "rss_mb_at_ready": proc.status_mb("VmRSS")}
         await asyncio.sleep(args.settle_seconds)
 
@@ -423,6 +443,7 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
             many = await chat(sock, many_handles, args.chat_seconds, args.think_s, seed=2)
             many["daemon_cpu_percent"] = round(100 * (proc.cpu_s() - many_c0) / (time.monotonic() - many_t0), 1)
             many["daemon_rss_mb_end"] = proc.status_mb("VmRSS")
+            many["loadavg_1m"] = round(os.getloadavg()[0], 2)
             second = await chat(sock, [single_handle], args.single_seconds, args.think_s, seed=3)
             reference = first.pop("_context_ms") + second.pop("_context_ms")
             many_ctx = many.pop("_context_ms")
@@ -450,7 +471,7 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
         errors = [line for line in lines if '"level": "error"' in line or "Traceback" in line]
         out["daemon_log"] = {"path": str(log_path), "lines": len(lines), "error_lines": len(errors),
                              "first_errors": [e[:300] for e in errors[:3]],
-                             "launch_shim": any(line.startswith("bench.launch:") for line in lines)}
+                             "launch_shims": [line for line in lines if line.startswith("bench.launch:")]}
 
 
 def verdicts(out: dict[str, Any]) -> dict[str, Any]:
@@ -495,6 +516,10 @@ def main() -> int:
     parser.add_argument("--cache-budget-mb", type=int, default=256, help="[daemon] cache_budget_mb for this run")
     parser.add_argument("--config-line", action="append", default=[], metavar="TOML",
                         help="an extra line for the daemon's config.toml (after the [daemon] section)")
+    parser.add_argument("--daemon-cache-kib", type=int, default=None,
+                        help="what-if: open every companion connection with connect(cache_kib=N) (a launch shim)")
+    parser.add_argument("--daemon-budget", action="store_true",
+                        help="what-if: call caches.set_budget(--cache-budget-mb) at start (a launch shim)")
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--chat-seconds", type=float, default=60.0, help="the many-users run")
     parser.add_argument("--single-seconds", type=float, default=60.0, help="each of the two single-user runs")
@@ -509,7 +534,8 @@ def main() -> int:
 
     out: dict[str, Any] = {"companions": args.companions, "memories": args.memories, "users": args.users,
                            "idle_seconds": args.idle_seconds, "think_s": args.think_s, "cpus": os.cpu_count(),
-                           "cache_budget_mb": args.cache_budget_mb, "tree": str(args.tree)}
+                           "cache_budget_mb": args.cache_budget_mb, "tree": str(args.tree),
+                           "what_if": {"daemon_cache_kib": args.daemon_cache_kib, "daemon_budget": args.daemon_budget}}
     cached, info = dataset(args.companions, args.memories, args.data_dir, args.templates)
     out["data"] = info
     work = Path(tempfile.mkdtemp(prefix="anima-many-"))
