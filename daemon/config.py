@@ -47,8 +47,9 @@ RESTART_NEEDED: frozenset[str] = frozenset({
     "database.*", "companion.*", "api.*",
     "memory.embedding_provider", "memory.embedding_model", "memory.embedding_url", "memory.embedding_api_key_env",
     "memory.embedding_dim", "memory.embedding_threads", "memory.query_embedding_threads", "memory.ram_index_from",
-    # Which directory is served is the process's identity; watch_s is read at each watch and applies live.
-    "daemon.companions_dir", "daemon.cache_budget_mb",
+    # Which directory is served is the process's identity; watch_s (read at each watch) and
+    # cache_budget_mb (set again on reload, evicting at once) apply live.
+    "daemon.companions_dir",
 })
 
 

@@ -19,23 +19,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import heapq
 import os
 import signal
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from daemon.beat_schedule import BeatSchedule, spread_phases
 from daemon.clock import Clock
+from daemon.companions_dir import list_directory
 from daemon.component import DaemonContext
 from daemon.config import live_reload, load_settings
 from daemon.logs import configure_logging, get_logger
 from daemon.memory_component import index_executor
 from daemon.priority import InteractiveGate
-from daemon.registry import valid_handle
 from daemon.runtime import CompanionRuntime, Shared
 from daemon.sdnotify import Notifier
 from daemon.worker import SharedWorker
@@ -44,104 +43,19 @@ from engine.settings import Settings
 
 OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate each): 2 cores, some I/O
 DRAIN_TIMEOUT_S = 8.0
-SIDE_FILES = ("-wal", "-shm", "-journal", ".lock", ".stop", ".sock")  # ours or SQLite's: never "ignored"
 
 
-def spread_phases(count: int, interval_s: float) -> list[float]:
-    """`count` beat phases evenly over one interval: 1,000 companions at 15 s beat 15 ms apart."""
-    return [i * interval_s / count for i in range(count)]
+def apply_cache_budget(settings: Settings) -> None:
+    """Every companion's RAM caches under `[daemon] cache_budget_mb` together (engine/store/caches.py).
 
+    The budget's owner (issue 14's cache work) lands `caches.set_budget`; until it has, there is no
+    budget to set and the caches keep their own limits.
+    """
+    from engine.store import caches
 
-def gap_phase(phases: list[float], interval_s: float) -> float:
-    """The phase for one more companion: the middle of the widest gap between those already beating."""
-    if not phases:
-        return 0.0
-    ordered = sorted(p % interval_s for p in phases)
-    best_start, best_len = ordered[-1], ordered[0] + interval_s - ordered[-1]  # the gap that wraps around
-    for a, b in zip(ordered, ordered[1:], strict=False):
-        if b - a > best_len:
-            best_start, best_len = a, b - a
-    return (best_start + best_len / 2) % interval_s
-
-
-class BeatSchedule:
-    """When each companion beats next (monotonic seconds): a heap, so finding the due ones costs nothing per companion."""
-
-    def __init__(self, interval_s: float, epoch: float):
-        self.interval_s = interval_s
-        self.epoch = epoch
-        self.phase: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []
-        self._due: dict[str, float] = {}
-
-    def add(self, handle: str, now_mono: float, phase: float | None = None) -> None:
-        if phase is None:
-            phase = gap_phase(list(self.phase.values()), self.interval_s)
-        self.phase[handle] = phase
-        # The first beat on her phase, within one interval of now (single-file mode's first beat: one interval).
-        start = self.epoch + phase
-        due = start + ((now_mono - start) // self.interval_s + 1) * self.interval_s
-        self._push(handle, due)
-
-    def remove(self, handle: str) -> None:
-        self.phase.pop(handle, None)
-        self._due.pop(handle, None)  # its heap entries are skipped when they come up
-
-    def _push(self, handle: str, due: float) -> None:
-        self._due[handle] = due
-        heapq.heappush(self._heap, (due, handle))
-
-    def next_at(self) -> float | None:
-        while self._heap and self._due.get(self._heap[0][1]) != self._heap[0][0]:
-            heapq.heappop(self._heap)  # removed or rescheduled
-        return self._heap[0][0] if self._heap else None
-
-    def pop_due(self, now_mono: float) -> list[tuple[str, float]]:
-        """(handle, due time) of every beat due by `now_mono`, each rescheduled one interval on (late ones coalesce)."""
-        out = []
-        while (at := self.next_at()) is not None and at <= now_mono:
-            _, handle = heapq.heappop(self._heap)
-            out.append((handle, at))
-            nxt = at + self.interval_s
-            if nxt <= now_mono:  # fell behind (a suspended VM): one beat now, then back on her phase
-                nxt += ((now_mono - nxt) // self.interval_s + 1) * self.interval_s
-            self._push(handle, nxt)
-        return out
-
-    def respread(self, interval_s: float, now_mono: float) -> None:
-        """A new interval (SIGHUP): every companion keeps her order, phases spread over the new interval."""
-        handles = sorted(self.phase, key=lambda h: self.phase[h])
-        self.interval_s, self.epoch = interval_s, now_mono
-        self.phase, self._heap, self._due = {}, [], {}
-        for handle, phase in zip(handles, spread_phases(len(handles), interval_s), strict=True):
-            self.add(handle, now_mono, phase)
-
-
-@dataclass(frozen=True)
-class Listing:
-    """One scan of the directory: the handles wanted (file present, no .stop marker) and each file's signature."""
-
-    wanted: dict[str, tuple[int, int]]  # handle -> (mtime_ns, size) of its .db
-    stopped: frozenset[str]
-    ignored: frozenset[str]
-
-
-def list_directory(folder: Path) -> Listing:
-    wanted: dict[str, tuple[int, int]] = {}
-    stops: set[str] = set()
-    ignored: set[str] = set()
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            name = entry.name
-            if name.endswith(".stop"):
-                stops.add(name[:-5])
-            elif name.endswith(".db") and valid_handle(name[:-3]) and entry.is_file():
-                st = entry.stat()
-                wanted[name[:-3]] = (st.st_mtime_ns, st.st_size)
-            elif not any(name.endswith(s) for s in SIDE_FILES) and name != "anima.sock":
-                ignored.add(name)
-    stopped = frozenset(h for h in stops if h in wanted)
-    return Listing({h: sig for h, sig in wanted.items() if h not in stops}, stopped, frozenset(ignored))
+    set_budget = getattr(caches, "set_budget", None)
+    if callable(set_budget):
+        set_budget(settings.daemon.cache_budget_mb * 1024 * 1024)
 
 
 def load_embedder(settings: Settings) -> Any:
@@ -178,11 +92,11 @@ class Host:
         self._scan_lock = asyncio.Lock()
         self.lags_ms: deque[float] = deque(maxlen=100_000)  # recent beat lags, for benches and doctor
         self.beats = 0
-        self.generation = 0  # +1 whenever the served set or a fault changes (the API rebuilds its token map)
         self.api_server: Any = None
         self._next_watch = 0.0
         self._next_ping = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._watching: asyncio.Future[None] | None = None
         self._timers_on = False  # run(): beats come from the timer; tests drive tick() with a FakeClock
 
     # -- CompanionRegistry -------------------------------------------------------------------------
@@ -215,6 +129,7 @@ class Host:
         self.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
                       ms=round(1000 * (time.monotonic() - started), 1))
         self._index_executor: ThreadPoolExecutor = index_executor()
+        apply_cache_budget(self.settings)
         self.shared = Shared(embedder=embedder, index_executor=self._index_executor, worker=SharedWorker(),
                              services={"interactive_gate": InteractiveGate()})
         await self.scan(retry_faults=True)
@@ -253,7 +168,7 @@ class Host:
         self._timers_on = True
         self._arm()
         while not self.stopping.is_set():
-            await self.tick(beats=False)
+            await self._tick(beats=False, background=True)
             self._arm()
             mono = self.clock.monotonic()
             deadline = self._next_ping
@@ -269,6 +184,9 @@ class Host:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._watching is not None:
+            with contextlib.suppress(Exception):
+                await self._watching  # a scan half-way opens what it started; shutdown closes it
 
     def _arm(self) -> None:
         """Set the one beat timer for the earliest due companion (loop.call_at: no coroutine step per beat)."""
@@ -287,24 +205,39 @@ class Host:
 
     def _on_timer(self) -> None:
         self._timer = None
-        self.launch_due(self.clock.monotonic())
-        self._arm()
+        try:
+            self.launch_due(self.clock.monotonic())
+        finally:  # whatever happened, the next beat gets its timer (the watch loop re-arms too)
+            self._arm()
 
     async def tick(self, beats: bool = True) -> None:
-        """Whatever is due now: the directory watch, beats (started, not awaited), the watchdog ping."""
+        """Whatever is due now: the watchdog ping, the directory watch (awaited), beats (started, not awaited).
+
+        `run()` uses it with beats=False and the scan in the background (`background=True`): opening
+        a batch of newly copied companions takes seconds, and neither the ping nor a beat may wait for it.
+        """
+        await self._tick(beats, background=False)
+
+    async def _tick(self, beats: bool, background: bool) -> None:
         mono = self.clock.monotonic()
-        watch_s = self.settings.daemon.watch_s
-        if watch_s > 0 and mono >= self._next_watch:
-            self._next_watch = mono + watch_s
-            try:
-                await self.scan()
-            except OSError as exc:  # the directory went away or is unreadable: keep serving what is open
-                self.log.error("host.scan_failed", error=type(exc).__name__)
-        if beats:
-            self.launch_due(mono)
-        if mono >= self._next_ping:
+        if mono >= self._next_ping:  # first: systemd's watchdog must hear from us whatever else is slow
             self._next_ping = mono + self.settings.heartbeat.interval_s
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
+        watch_s = self.settings.daemon.watch_s
+        if watch_s > 0 and mono >= self._next_watch and (self._watching is None or self._watching.done()):
+            self._next_watch = mono + watch_s
+            if background:
+                self._watching = asyncio.ensure_future(self._watch_scan())
+            else:
+                await self._watch_scan()
+        if beats:
+            self.launch_due(mono)
+
+    async def _watch_scan(self) -> None:
+        try:
+            await self.scan()
+        except OSError as exc:  # the directory went away or is unreadable: keep serving what is open
+            self.log.error("host.scan_failed", error=type(exc).__name__)
 
     def launch_due(self, mono: float) -> int:
         """Start the beat of every companion due by `mono`; one still beating skips this one (coalesces)."""
@@ -379,8 +312,6 @@ class Host:
                 for handle in opened:
                     self.schedule.add(handle, mono)
             faulted = [h for h, ok in results if not ok]
-            if opened or closed or faulted:
-                self.generation += 1
             if opened and self._timers_on:
                 self._arm()  # a newcomer may be due before the timer
             return {"opened": opened, "closed": closed, "faulted": faulted}
@@ -416,7 +347,7 @@ class Host:
         self._faults.pop(handle, None)
         self._fault_sig.pop(handle, None)
         self.runtimes[handle] = runtime
-        log.info("companion.served", schema=None)
+        log.info("companion.served", schema=runtime.schema)
         return True
 
     async def _close_one(self, handle: str, reason: str) -> None:
@@ -443,6 +374,8 @@ class Host:
             if merged.log != self.settings.log:
                 configure_logging(merged.log.format, merged.log.level)
             interval_changed = merged.heartbeat.interval_s != self.settings.heartbeat.interval_s
+            if merged.daemon.cache_budget_mb != self.settings.daemon.cache_budget_mb:
+                apply_cache_budget(merged)  # lowering it evicts now
             self.settings = merged
             for runtime in self.runtimes.values():
                 runtime.settings = merged
@@ -471,7 +404,8 @@ class Host:
 
     async def shutdown(self) -> None:
         self.notifier.notify("STOPPING=1", "STATUS=stopping")
-        self.log.info("daemon.stopping")
+        self.log.info("daemon.stopping", companions=len(self.runtimes))
+        started = time.monotonic()
         self.stopping.set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(DRAIN_TIMEOUT_S):
@@ -481,13 +415,15 @@ class Host:
             self.api_server = None
         if self.shared is not None:
             await self.shared.worker.stop(self.log)
+        drained = time.monotonic()
         async with self._scan_lock:
-            await asyncio.gather(*(self._close_one(h, "shutdown") for h in list(self.runtimes)),
-                                 return_exceptions=True)
+            closing = list(self.runtimes)
+            await asyncio.gather(*(self._close_one(h, "shutdown") for h in closing), return_exceptions=True)
         if self.shared is not None:
             self._index_executor.shutdown(wait=False)
         self.notifier.close()
-        self.log.info("daemon.stopped")
+        self.log.info("daemon.stopped", closed=len(closing), drain_s=round(drained - started, 2),
+                      close_s=round(time.monotonic() - drained, 2))
 
     def status_line(self) -> str:
         return f"{len(self.runtimes)} companions, {len(self._faults)} faulted, {self.beats} beats"

@@ -253,6 +253,7 @@ class CompanionRuntime:
         self.clock_steps = 0
         self.beating = False
         self.last_lag_ms = 0.0
+        self.schema = 0  # her file's schema version once open
         self._prev_wall = 0.0
         self._prev_mono = 0.0
         self._summary = ""
@@ -272,6 +273,7 @@ class CompanionRuntime:
     async def _open_locked(self) -> None:
         now, mono = self.clock.now(), self.clock.monotonic()
         recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log)
+        self.schema = int(recovered["schema"])
         store = await AsyncStore(self.db_path).open()
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, started_at=now, last_beat_at=now)

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from daemon.beat_schedule import BeatSchedule, gap_phase, spread_phases
 from daemon.clock import FakeClock
-from daemon.host import BeatSchedule, Host, gap_phase, spread_phases
+from daemon.host import Host
 from engine.companion import create_companion
 from engine.settings import DaemonSettings, HeartbeatSettings, Settings
 from engine.store import connect, migrate, transaction
@@ -286,11 +287,19 @@ async def test_a_long_db_call_in_one_companion_does_not_delay_the_beat_of_anothe
     clock = FakeClock(T0)
     host = make_host(tmp_path, clock, interval_s=4.0, watch_s=0.0)
     await host.start()
-    release = threading.Event()
+    release, started = threading.Event(), threading.Event()
     ctx_a, ctx_b = host.get("a1"), host.get("b2")
     assert ctx_a is not None and ctx_b is not None
-    slow = asyncio.ensure_future(ctx_a.store.call(lambda _conn: release.wait(30)))  # a long consolidation, say
+
+    def long_call(_conn: Any) -> None:  # a long consolidation or a big forget, say
+        started.set()
+        release.wait(30)
+
+    slow = asyncio.ensure_future(ctx_a.store.call(long_call))
     try:
+        async with asyncio.timeout(10):
+            while not started.is_set():  # A's thread is inside the long call
+                await asyncio.sleep(0)
         before = beats_of(tmp_path / "b2.db")
         clock.advance(4.0)
         host.launch_due(clock.monotonic())
@@ -416,3 +425,27 @@ async def test_sighup_applies_a_new_interval_spread_over_every_companion_and_def
         assert all(rt.beats - before[h] == 2 for h, rt in host.runtimes.items())  # every 4 s now
     finally:
         await host.shutdown()
+
+
+async def test_the_cache_budget_is_set_at_start_and_again_on_reload(tmp_path: Path) -> None:
+    from engine.store import caches
+
+    if not hasattr(caches, "set_budget"):
+        pytest.skip("caches.set_budget lands with issue 14's cache budget (bench/many.py's branch)")
+    folder = tmp_path / "companions"
+    folder.mkdir()
+    make_companion(folder, "a1")
+    host = make_host(folder, FakeClock(T0), watch_s=0.0)
+    host.settings = dataclasses.replace(host.settings, daemon=DaemonSettings(watch_s=0.0, cache_budget_mb=32))
+    config = tmp_path / "config.toml"
+    config.write_text("[daemon]\nwatch_s = 0.0\ncache_budget_mb = 64\n")
+    host.config_file = config
+    before = caches.budget_bytes()
+    try:
+        await host.start()
+        assert caches.budget_bytes() == 32 * 2**20
+        await host.reload()
+        assert caches.budget_bytes() == 64 * 2**20
+    finally:
+        await host.shutdown()
+        caches.set_budget(before)
