@@ -11,7 +11,11 @@ turns missing from it are counted, next to the turns acknowledged in the last se
 largest -wal seen (anima's own checkpoints still bound it while litestream reads it), the snapshots
 litestream took (a re-snapshot would mean it lost its place in the WAL), and the lag while streaming.
 
+With --idle-files N: the CPU and RSS of one litestream watching N idle companions, per interval (its
+polling grows with companions / monitor-interval).
+
 Usage: python bench/replication.py [--seconds 10] [--variants none,daemon-killed,host-lost] [--turn-bytes 3000]
+                                   [--idle-files 1000 --idle-intervals 0.2,1.0]
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ async def stream(sock: str, seconds: float, size: int, db: Path, url: Any) -> di
     return {"statuses": statuses, "acked": acked, "latencies": latencies, "wal_max": wal_max, "lags": lags}
 
 
-def run_variant(variant: str, seconds: float, size: int) -> dict[str, Any]:
+def run_variant(variant: str, seconds: float, size: int, interval: float | None = None) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="anima-repl-"))
     db = folder / "host" / "her.db"
     db.parent.mkdir()
@@ -95,7 +99,8 @@ def run_variant(variant: str, seconds: float, size: int) -> dict[str, Any]:
     log = open(folder / "litestream.log", "wb")  # noqa: SIM115
     if variant != "none":
         out = folder / "litestream.yml"
-        made = anima("--db", str(db), "replication", "config", "--replica", base, "--out", str(out))
+        timing = ["--monitor-interval", str(interval), "--sync-interval", str(interval)] if interval else []
+        made = anima("--db", str(db), "replication", "config", "--replica", base, "--out", str(out), *timing)
         assert made.returncode == 0, made.stderr
         litestream = subprocess.Popen([str(litestream_binary()), "replicate", "-config", str(out)], stdout=log,
                                       stderr=subprocess.STDOUT, env=litestream_env())
@@ -110,7 +115,8 @@ def run_variant(variant: str, seconds: float, size: int) -> dict[str, Any]:
         if variant == "host-lost" and litestream is not None:
             litestream.send_signal(signal.SIGKILL)
         daemon.wait(10)
-        result: dict[str, Any] = {"variant": variant, "seconds": seconds, "turn_bytes": size}
+        result: dict[str, Any] = {"variant": variant, "seconds": seconds, "turn_bytes": size,
+                                  "interval_s": interval}
         acked = seen["acked"]
         result.update(statuses=seen["statuses"], acked=len(acked), turns_per_s=round(len(acked) / seconds, 1),
                       turn_ms_p50=round(percentile(seen["latencies"], 50), 1),
@@ -148,13 +154,57 @@ def run_variant(variant: str, seconds: float, size: int) -> dict[str, Any]:
         log.close()
 
 
+def idle_cost(files: int, interval: float, seconds: float = 20.0) -> dict[str, Any]:
+    """CPU (share of one core) and RSS of one `litestream replicate` watching `files` idle companions."""
+    import shutil
+
+    folder = Path(tempfile.mkdtemp(prefix="anima-repl-idle-"))
+    home = folder / "companions"
+    home.mkdir()
+    made = anima("--db", str(home / "c0000.db"), "init", "--name", "安", "--birth", "1998-03-14 09:30")
+    assert made.returncode == 0, made.stderr
+    for i in range(1, files):
+        shutil.copyfile(home / "c0000.db", home / f"c{i:04d}.db")
+    out = folder / "litestream.yml"
+    made = anima("replication", "config", "--dir", str(home), "--replica", f"file://{folder / 'replica'}",
+                 "--monitor-interval", str(interval), "--sync-interval", str(interval), "--out", str(out))
+    assert made.returncode == 0, made.stderr
+    proc = subprocess.Popen([str(litestream_binary()), "replicate", "-config", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=litestream_env())
+
+    def ticks() -> int:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+
+    try:
+        time.sleep(40)  # the first snapshot and L1 compaction (every 30 s) of every file are not idle
+        before, started = ticks(), time.monotonic()
+        time.sleep(seconds)
+        used = (ticks() - before) / os.sysconf("SC_CLK_TCK")
+        rss_kb = int(next(ln for ln in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                          if ln.startswith("VmRSS")).split()[1])
+        return {"variant": "idle", "files": files, "interval_s": interval,
+                "cpu_core_share": round(used / (time.monotonic() - started), 3), "rss_mb": round(rss_kb / 1024)}
+    finally:
+        proc.kill()
+        proc.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--turn-bytes", type=int, default=3000)
     parser.add_argument("--variants", default="none,daemon-killed,host-lost")
+    parser.add_argument("--interval", type=float, default=None,
+                        help="litestream monitor and sync interval (default: anima replication config's)")
+    parser.add_argument("--idle-files", type=int, default=0,
+                        help="also measure litestream's idle CPU and RSS over this many companions")
+    parser.add_argument("--idle-intervals", default="0.2,1.0", help="monitor/sync intervals for --idle-files")
     args = parser.parse_args()
-    results = [run_variant(v, args.seconds, args.turn_bytes) for v in args.variants.split(",")]
+    results = [run_variant(v, args.seconds, args.turn_bytes, args.interval) for v in args.variants.split(",") if v]
+    if args.idle_files:
+        results += [idle_cost(args.idle_files, float(i)) for i in args.idle_intervals.split(",")]
     print(json.dumps({"bench": "replication", "results": results}, ensure_ascii=False, indent=1))
 
 
