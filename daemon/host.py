@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import os
 import signal
@@ -173,7 +174,7 @@ class Host:
         self.schedule = BeatSchedule(settings.heartbeat.interval_s, clock.monotonic())
         self.stopping = asyncio.Event()
         self._wake = asyncio.Event()
-        self._beats: set[asyncio.Task[None]] = set()
+        self._beats: set[asyncio.Future[Any]] = set()
         self._scan_lock = asyncio.Lock()
         self.lags_ms: deque[float] = deque(maxlen=100_000)  # recent beat lags, for benches and doctor
         self.beats = 0
@@ -181,6 +182,8 @@ class Host:
         self.api_server: Any = None
         self._next_watch = 0.0
         self._next_ping = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timers_on = False  # run(): beats come from the timer; tests drive tick() with a FakeClock
 
     # -- CompanionRegistry -------------------------------------------------------------------------
     @property
@@ -246,24 +249,48 @@ class Host:
         self._wake.set()
 
     async def _loop(self) -> None:
-        """Sleep until the next due beat (or watch, or watchdog ping) on the monotonic clock; run what is due."""
+        """The watch and the watchdog ping, every few seconds; beats run from their own timer (`_arm`)."""
+        self._timers_on = True
+        self._arm()
         while not self.stopping.is_set():
-            await self.tick()
+            await self.tick(beats=False)
+            self._arm()
             mono = self.clock.monotonic()
-            candidates = [self._next_ping]
+            deadline = self._next_ping
             if self.settings.daemon.watch_s > 0:
-                candidates.append(self._next_watch)
-            at = self.schedule.next_at()
-            if at is not None:
-                candidates.append(at)
-            wait = min(candidates) - mono
+                deadline = min(deadline, self._next_watch)
+            wait = deadline - mono
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(wait):
                         await self._wake.wait()
                 self._wake.clear()
+        self._timers_on = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    async def tick(self) -> None:
+    def _arm(self) -> None:
+        """Set the one beat timer for the earliest due companion (loop.call_at: no coroutine step per beat)."""
+        if self.stopping.is_set():
+            return
+        at = self.schedule.next_at()
+        if at is None:
+            return
+        loop = asyncio.get_running_loop()
+        when = loop.time() + max(0.0, at - self.clock.monotonic())
+        if self._timer is not None:
+            if self._timer.when() <= when + 1e-4:
+                return  # already set for this or an earlier beat
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.launch_due(self.clock.monotonic())
+        self._arm()
+
+    async def tick(self, beats: bool = True) -> None:
         """Whatever is due now: the directory watch, beats (started, not awaited), the watchdog ping."""
         mono = self.clock.monotonic()
         watch_s = self.settings.daemon.watch_s
@@ -273,7 +300,8 @@ class Host:
                 await self.scan()
             except OSError as exc:  # the directory went away or is unreadable: keep serving what is open
                 self.log.error("host.scan_failed", error=type(exc).__name__)
-        self.launch_due(mono)
+        if beats:
+            self.launch_due(mono)
         if mono >= self._next_ping:
             self._next_ping = mono + self.settings.heartbeat.interval_s
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
@@ -288,18 +316,21 @@ class Host:
             if runtime.beating:
                 runtime.log.warning("heartbeat.skipped", reason="previous beat still running")
                 continue
-            task = asyncio.ensure_future(self._beat_one(runtime, due))
-            self._beats.add(task)
-            task.add_done_callback(self._beats.discard)
+            try:
+                future = runtime.start_beat(due)
+            except Exception as exc:  # her connection is gone (closing): the others beat on
+                runtime.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
+                continue
+            self._beats.add(future)
+            future.add_done_callback(functools.partial(self._beat_done, runtime))
             launched += 1
         return launched
 
-    async def _beat_one(self, runtime: CompanionRuntime, due: float) -> None:
-        try:
-            lag_ms = await runtime.beat(due)
-        except Exception as exc:  # a failed beat must not end the schedule nor touch the others
-            runtime.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
-            return
+    def _beat_done(self, runtime: CompanionRuntime, done: asyncio.Future[Any]) -> None:
+        self._beats.discard(done)
+        if done.cancelled() or done.exception() is not None:
+            return  # logged by the runtime
+        lag_ms = runtime.last_lag_ms
         self.lags_ms.append(lag_ms)
         self.beats += 1
         if lag_ms > self.settings.heartbeat.lag_warn_ms:
@@ -309,6 +340,7 @@ class Host:
         """Wait for every beat started so far (tests, shutdown)."""
         while self._beats:
             await asyncio.gather(*list(self._beats), return_exceptions=True)
+            await asyncio.sleep(0)  # their done-callbacks run on the next loop turn
 
     # -- scans ---------------------------------------------------------------------------------------
     async def scan(self, retry_faults: bool = False) -> dict[str, list[str]]:
@@ -349,7 +381,8 @@ class Host:
             faulted = [h for h, ok in results if not ok]
             if opened or closed or faulted:
                 self.generation += 1
-                self._wake.set()  # the loop's next deadline may have moved
+            if opened and self._timers_on:
+                self._arm()  # a newcomer may be due before the timer
             return {"opened": opened, "closed": closed, "faulted": faulted}
 
     async def _open_many(self, todo: list[tuple[str, tuple[int, int]]]) -> list[tuple[str, bool]]:
@@ -417,6 +450,11 @@ class Host:
                     runtime.ctx.settings = merged
             if interval_changed:
                 self.schedule.respread(merged.heartbeat.interval_s, self.clock.monotonic())
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                if self._timers_on:
+                    self._arm()
             self._next_watch = self.clock.monotonic() + merged.daemon.watch_s
             self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
                           log_format=merged.log.format, log_level=merged.log.level)

@@ -50,6 +50,10 @@ from engine.store.lock import DaemonLock
 from engine.store.share import expire_offers
 
 STOP_STEP_TIMEOUT_S = 3.0
+# SQLite's page cache per connection (default 2 MiB): a thousand of them could hold 2 GB of pages that
+# the OS page cache keeps anyway (a miss is a 4 KiB pread from RAM, microseconds). A beat touches ~20
+# pages; 64 KiB keeps those and leaves recall's scans to the OS cache. RSS is then bounded by config.
+PAGE_CACHE_KIB = 64
 # A PASSIVE checkpoint copies the beat's few pages and fsyncs the file: 0.35 ms of CPU and ~4 ms of her
 # DB thread each time (measured here), more than the rest of the beat. Every 8th beat (2 min at 15 s)
 # it is 0.04 ms a beat, and her WAL holds at most ~8 beats of pages (plus her chats, which the size
@@ -85,6 +89,7 @@ class BeatInput:
     db_path: str
     api_step: Any  # the API's part of the beat (her token digests), a function of the connection, or None
     checkpoint: bool  # a PASSIVE checkpoint is due this beat (a TRUNCATE one whenever the WAL is past its bound)
+    clock_step: tuple[float, float] | None  # (step_s, elapsed_s) when the wall clock was stepped since the last beat
 
 
 @dataclass
@@ -119,6 +124,15 @@ def beat_batch(conn: Any, settings: Settings, persona: Persona | None, has_compa
     fault_path = Path(beat.db_path)
 
     def attempt(step: str, fn: Any, *args: Any) -> Any:
+        """A read or a single statement: nothing to undo when it fails."""
+        try:
+            return fn(*args)
+        except Exception as exc:  # one failing step must not stop her heart (nor the other steps)
+            out.errors.append((step, store_fault(exc, fault_path) or exc))
+            return None
+
+    def guarded(step: str, fn: Any, *args: Any) -> Any:
+        """A step of several writes: in a savepoint, so a failure half-way is rolled back alone."""
         conn.execute("SAVEPOINT beat_step")
         try:
             result = fn(*args)
@@ -138,42 +152,37 @@ def beat_batch(conn: Any, settings: Settings, persona: Persona | None, has_compa
     try:
         out.switches = attempt("switches", read_switches, conn)
         if out.switches is not None:
-            _steps(conn, settings, persona, has_companion, beat, out, attempt)
+            _steps(conn, settings, persona, has_companion, beat, out, attempt, guarded)
         conn.execute("COMMIT")
     except Exception as exc:
         with contextlib.suppress(Exception):
             conn.execute("ROLLBACK")
         return BeatResult(switches=out.switches, errors=[*out.errors, ("beat", store_fault(exc, fault_path) or exc)])
-    out.checkpoint = attempt_plain(out, fault_path, _checkpoint, conn, f"{beat.db_path}-wal", beat.checkpoint)
+    out.checkpoint = attempt("checkpoint", _checkpoint, conn, f"{beat.db_path}-wal", beat.checkpoint)
     return out
 
 
 def _steps(conn: Any, settings: Settings, persona: Persona | None, has_companion: bool, beat: BeatInput,
-           out: BeatResult, attempt: Any) -> None:
+           out: BeatResult, attempt: Any, guarded: Any) -> None:
+    if beat.clock_step is not None:
+        step_s, elapsed_s = beat.clock_step
+        attempt("clock", lambda: log_event(conn, beat.now, "clock_stepped", step_s=step_s, elapsed_s=elapsed_s))
     out.writes = attempt("oplog", oplog.writes_after, conn, beat.event_cursor) or []
     if has_companion:
-        out.life = attempt("life", step_inner, conn, settings, persona, beat.now, out.switches)
+        out.life = guarded("life", step_inner, conn, settings, persona, beat.now, out.switches)
     out.expired_offers = attempt("share", expire_offers, conn, beat.now) or 0
     if beat.jobs and out.switches.consolidation:
-        out.scheduled = attempt("schedule", schedule.enqueue_due, conn, beat.now, settings)
+        out.scheduled = guarded("schedule", schedule.enqueue_due, conn, beat.now, settings)
     if beat.jobs and beat.claim_owner is not None:
-        out.recovered = attempt("jobs", jobs.recover_interrupted, conn, beat.now, jobs.REASON_LEASE,
+        out.recovered = guarded("jobs", jobs.recover_interrupted, conn, beat.now, jobs.REASON_LEASE,
                                 list(beat.backoff_s), [beat.claim_owner]) or []
-        out.job = attempt("jobs", _claim, conn, beat.claim_owner, beat.now, beat.lease_s)
+        out.job = guarded("jobs", _claim, conn, beat.claim_owner, beat.now, beat.lease_s)
     high = attempt("memory", memory_store.max_memory_id, conn)
     out.vectors_waiting = high is not None and int(high) > beat.indexed_upto
     if beat.api_step is not None:
         out.api = attempt("api", beat.api_step, conn)
     attempt("beat", daemon_beat, conn, beat.now, beat.wall, beat.lag_ms)
     out.beat_recorded = not _failed(out, "beat")
-
-
-def attempt_plain(out: BeatResult, fault_path: Path, fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except Exception as exc:
-        out.errors.append(("checkpoint", store_fault(exc, fault_path) or exc))
-        return None
 
 
 def _failed(out: BeatResult, step: str) -> bool:
@@ -202,6 +211,11 @@ def _checkpoint(conn: Any, wal_path: str, due: bool) -> tuple[int, int, int] | N
         return None
     busy, frames, copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
     return int(busy), int(frames), int(copied)
+
+
+def _tune_connection(conn: Any) -> None:
+    hand_over_checkpoints(conn)  # her checkpoints run at her beat (see _checkpoint), never inside a request
+    conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
 
 
 def _record_stop(conn: Any, now: float, wall: float) -> None:
@@ -238,6 +252,7 @@ class CompanionRuntime:
         self.beats = 0
         self.clock_steps = 0
         self.beating = False
+        self.last_lag_ms = 0.0
         self._prev_wall = 0.0
         self._prev_mono = 0.0
         self._summary = ""
@@ -261,7 +276,7 @@ class CompanionRuntime:
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, started_at=now, last_beat_at=now)
         self.ctx = ctx
-        await store.call(hand_over_checkpoints)
+        await store.call(_tune_connection)
         companion = await store.call(_claim_handle, self.handle)
         if companion is not None and companion.get("handle") not in (None, self.handle):
             raise StoreError(f"{self.db_path.name} holds companion {companion['handle']!r}, not {self.handle!r}: "
@@ -295,15 +310,20 @@ class CompanionRuntime:
 
     async def beat(self, due_mono: float) -> float:
         """One heartbeat (one DB call); returns its lag in ms (how late it started against its due time)."""
+        future = self.start_beat(due_mono)
+        with contextlib.suppress(Exception):  # logged by _finish, which ran first
+            await future
+        return self.last_lag_ms
+
+    def start_beat(self, due_mono: float) -> asyncio.Future[Any]:
+        """Queue her whole beat on her DB thread; the future is done once `_finish` has applied it.
+
+        No task and no coroutine per beat (the host's timer calls this): a thousand companions beating
+        every 15 s would spend more on the event loop's machinery than on their lives.
+        """
         ctx = self.ctx
         assert ctx is not None
         self.beating = True
-        try:
-            return await self._beat(ctx, due_mono)
-        finally:
-            self.beating = False
-
-    async def _beat(self, ctx: DaemonContext, due_mono: float) -> float:
         mono, now = self.clock.monotonic(), self.clock.now()
         lag_ms = max(0.0, (mono - due_mono) * 1000)
         elapsed = max(0.0, mono - self._prev_mono)
@@ -311,7 +331,6 @@ class CompanionRuntime:
         if step is not None:
             self.clock_steps += 1
             self.log.warning("clock.stepped", step_s=round(step, 3), elapsed_s=round(elapsed, 3))
-            await ctx.store.call(log_event, now, "clock_stepped", step_s=round(step, 3), elapsed_s=round(elapsed, 3))
         self._prev_wall, self._prev_mono = now, mono
         worker = self.shared.worker
         js = self.settings.jobs
@@ -322,14 +341,31 @@ class CompanionRuntime:
                          jobs=self.beats % JOBS_EVERY_BEATS == 0, claim_owner=owner,
                          lease_s=js.lease_s, backoff_s=tuple(js.backoff_s), db_path=str(self.db_path),
                          api_step=self.shared.api.step if self.shared.api is not None else None,
-                         checkpoint=self.beats % CHECKPOINT_EVERY_BEATS == CHECKPOINT_EVERY_BEATS - 1)
-        result = await ctx.store.call(beat_batch, self.settings, self.persona, ctx.companion is not None, beat)
-        self._apply(ctx, result, owner)
+                         checkpoint=self.beats % CHECKPOINT_EVERY_BEATS == CHECKPOINT_EVERY_BEATS - 1,
+                         clock_step=(round(step, 3), round(elapsed, 3)) if step is not None else None)
+        try:
+            future = ctx.store.submit(beat_batch, self.settings, self.persona, ctx.companion is not None, beat)
+        except Exception:
+            self.beating = False
+            raise
+        future.add_done_callback(lambda done: self._finish(ctx, done, owner, now, lag_ms))
+        return future
+
+    def _finish(self, ctx: DaemonContext, done: asyncio.Future[Any], owner: str | None, now: float,
+                lag_ms: float) -> None:
+        self.beating = False
+        if done.cancelled():
+            return
+        exc = done.exception()
+        if exc is not None:  # the batch catches its steps' errors: this is the thread or the connection
+            self.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
+            return
+        self._apply(ctx, done.result(), owner)
         ctx.last_beat_at = now
         ctx.loop_lag_ms = lag_ms
         ctx.last_beat_mono = self.clock.monotonic()
+        self.last_lag_ms = lag_ms
         self.beats += 1
-        return lag_ms
 
     def _apply(self, ctx: DaemonContext, result: BeatResult, owner: str | None) -> None:
         """Log and act on what the batched beat found, on the event loop (no DB work here)."""

@@ -360,3 +360,59 @@ async def test_a_failing_step_of_a_beat_is_rolled_back_alone_and_the_beat_still_
         assert host.runtimes["a1"].beats == 1 and host.runtimes["a1"]._summary
     finally:
         await host.shutdown()
+
+
+async def test_a_ready_job_is_claimed_at_her_beat_and_run_on_the_shared_worker(tmp_path: Path) -> None:
+    from engine import jobs
+    from engine.jobs.registry import CONSOLIDATE
+
+    path = make_companion(tmp_path, "a1")
+    make_companion(tmp_path, "b2")
+    conn = connect(path)
+    try:
+        job_id = jobs.enqueue(conn, CONSOLIDATE, {"trigger": "test"}, T0)
+    finally:
+        conn.close()
+    clock = FakeClock(T0)
+    host = make_host(tmp_path, clock, interval_s=5.0, watch_s=0.0)
+    await host.start()
+    try:
+        await advance(host, clock, 5.5)
+        assert host.shared is not None
+        running = list(host.shared.worker.running.values())
+        claimed = [kw for _, event, kw in host.log.events if event == "job.claimed"]
+        assert [(c["job_id"], c["kind"]) for c in claimed] == [(job_id, CONSOLIDATE)]
+        await asyncio.gather(*running)
+        conn = connect(path, readonly=True)
+        try:
+            assert jobs.get_job(conn, job_id)["status"] == "done"
+        finally:
+            conn.close()
+        assert any(event == "job.done" for _, event, _ in host.log.events)
+    finally:
+        await host.shutdown()
+
+
+async def test_sighup_applies_a_new_interval_spread_over_every_companion_and_defers_the_directory(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "companions"
+    folder.mkdir()
+    for i in range(4):
+        make_companion(folder, f"c{i}")
+    clock = FakeClock(T0)
+    host = make_host(folder, clock, interval_s=8.0, watch_s=0.0)
+    config = tmp_path / "config.toml"
+    config.write_text('[heartbeat]\ninterval_s = 4.0\n[daemon]\nwatch_s = 0.0\ncompanions_dir = "/elsewhere"\n')
+    host.config_file = config
+    await host.start()
+    try:
+        await host.reload()
+        assert host.settings.heartbeat.interval_s == 4.0 and host.settings.daemon.companions_dir == ""
+        deferred = [kw["keys"] for _, event, kw in host.log.events if event == "config.deferred"]
+        assert deferred == [["daemon.companions_dir"]]
+        assert sorted(host.schedule.phase.values()) == [0.0, 1.0, 2.0, 3.0]
+        before = {h: rt.beats for h, rt in host.runtimes.items()}
+        await advance(host, clock, 8.0)
+        assert all(rt.beats - before[h] == 2 for h, rt in host.runtimes.items())  # every 4 s now
+    finally:
+        await host.shutdown()
