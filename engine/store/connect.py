@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlite_vec
 
-from engine.errors import AnimaError, DamagedStoreError, StorageFullError, StoreError
+from engine.errors import AnimaError, ConfigError, DamagedStoreError, StorageFullError, StoreError
 
 BUSY_TIMEOUT_MS = 5000
 # New database files (and so their -wal/-shm, which SQLite creates with the database's mode) are
@@ -56,12 +56,17 @@ def driver_name() -> str:
     return f"{name} {module.sqlite_version}"
 
 
-def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool = True) -> Any:
+def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool = True,
+            cache_kib: int | None = None) -> Any:
     """Open `path` ready for anima: WAL, synchronous=NORMAL, foreign keys, busy timeout, sqlite-vec loaded.
 
     Transactions are explicit (`isolation_level=None`): every multi-step write is one
-    `with transaction(conn):` block, named for what it does.
+    `with transaction(conn):` block, named for what it does. `cache_kib` caps this connection's
+    page cache (`PRAGMA cache_size = -KiB`); None keeps SQLite's default (2 MB). One process serving
+    a thousand files holds a thousand connections, and the default would let them keep up to 2 GB.
     """
+    if cache_kib is not None and (isinstance(cache_kib, bool) or not isinstance(cache_kib, int) or cache_kib < 0):
+        raise ConfigError(f"the page cache size of a connection must be a whole number of KiB >= 0, got {cache_kib!r}")
     module = sqlite_module()
     in_memory = str(path) == ":memory:"  # SQLite's name for a private in-RAM database: no file to check or create
     path = Path(path)
@@ -85,6 +90,8 @@ def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        if cache_kib is not None:
+            conn.execute(f"PRAGMA cache_size = {-cache_kib}")  # negative: a size in KiB, not in pages
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
