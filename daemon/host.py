@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import os
 import signal
@@ -58,6 +59,17 @@ def apply_cache_budget(settings: Settings) -> None:
         set_budget(settings.daemon.cache_budget_mb * 1024 * 1024)
 
 
+def companion_settings(settings: Settings) -> Settings:
+    """The settings a companion of the directory lives by: her heartbeat is [daemon] beat_s.
+
+    Everything that counts in her beats (health's freshness, the jobs and checkpoints every n-th
+    beat, /v1/state's heartbeat_s) then reads her real beat, while the process keeps
+    [heartbeat] interval_s for its own watchdog ping.
+    """
+    return dataclasses.replace(settings, heartbeat=dataclasses.replace(settings.heartbeat,
+                                                                       interval_s=settings.daemon.beat_s))
+
+
 def load_embedder(settings: Settings) -> Any:
     from engine.memory.embed import make_embedder
 
@@ -85,7 +97,7 @@ class Host:
         self._fault_sig: dict[str, tuple[int, int]] = {}
         self._opening: set[str] = set()
         self._ignored_logged: set[str] = set()
-        self.schedule = BeatSchedule(settings.heartbeat.interval_s, clock.monotonic())
+        self.schedule = BeatSchedule(settings.daemon.beat_s, clock.monotonic())
         self.stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._beats: set[asyncio.Future[Any]] = set()
@@ -151,7 +163,8 @@ class Host:
             await self.start()
             self.notifier.notify("READY=1", f"STATUS={self.status_line()}")
             self.log.info("host.ready", pid=os.getpid(), companions=len(self.runtimes), faulted=len(self._faults),
-                          heartbeat_s=self.settings.heartbeat.interval_s, watch_s=self.settings.daemon.watch_s)
+                          heartbeat_s=self.settings.heartbeat.interval_s, beat_s=self.settings.daemon.beat_s,
+                          watch_s=self.settings.daemon.watch_s)
             warm = asyncio.ensure_future(asyncio.to_thread(_warm_recall, self.shared))
             await self._loop()
             warm.cancel()
@@ -328,7 +341,8 @@ class Host:
     async def _open_one(self, handle: str, sig: tuple[int, int]) -> bool:
         assert self.shared is not None
         log = _bound(self.log, handle)
-        runtime = CompanionRuntime(handle, self.folder / f"{handle}.db", self.settings, self.clock, log, self.shared)
+        runtime = CompanionRuntime(handle, self.folder / f"{handle}.db", companion_settings(self.settings), self.clock,
+                                   log, self.shared)
         self._opening.add(handle)
         try:
             await runtime.open()
@@ -373,16 +387,17 @@ class Host:
             merged, applied, needs_restart = live_reload(self.settings, fresh)
             if merged.log != self.settings.log:
                 configure_logging(merged.log.format, merged.log.level)
-            interval_changed = merged.heartbeat.interval_s != self.settings.heartbeat.interval_s
+            interval_changed = merged.daemon.beat_s != self.settings.daemon.beat_s
             if merged.daemon.cache_budget_mb != self.settings.daemon.cache_budget_mb:
                 apply_cache_budget(merged)  # lowering it evicts now
             self.settings = merged
+            hers = companion_settings(merged)
             for runtime in self.runtimes.values():
-                runtime.settings = merged
+                runtime.settings = hers
                 if runtime.ctx is not None:
-                    runtime.ctx.settings = merged
+                    runtime.ctx.settings = hers
             if interval_changed:
-                self.schedule.respread(merged.heartbeat.interval_s, self.clock.monotonic())
+                self.schedule.respread(merged.daemon.beat_s, self.clock.monotonic())
                 if self._timer is not None:
                     self._timer.cancel()
                     self._timer = None

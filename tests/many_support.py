@@ -87,7 +87,7 @@ def many_config(path: Path, socket_path: Path, *, heartbeat_s: float = 2.0, watc
     path.write_text(
         f"[heartbeat]\ninterval_s = {heartbeat_s}\n"
         f"[log]\nlevel = \"debug\"\n"
-        f"[daemon]\nwatch_s = {watch_s}\n"
+        f"[daemon]\nwatch_s = {watch_s}\nbeat_s = {heartbeat_s}\n"
         f"[api]\nsocket_path = \"{socket_path}\"\n{extra}",
         encoding="utf-8",
     )

@@ -43,8 +43,9 @@ def make_companion(folder: Path, handle: str, name: str = "A") -> Path:
 
 
 def settings(interval_s: float = 10.0, watch_s: float = 5.0) -> Settings:
+    """Many-mode settings whose companions beat every `interval_s` (the process's own beat the same)."""
     return dataclasses.replace(Settings(), heartbeat=HeartbeatSettings(interval_s=interval_s),
-                               daemon=DaemonSettings(watch_s=watch_s))
+                               daemon=DaemonSettings(watch_s=watch_s, beat_s=interval_s))
 
 
 def make_host(folder: Path, clock: FakeClock, **kw: Any) -> Host:
@@ -119,9 +120,9 @@ async def test_sighup_rescan_serves_a_new_file_when_the_watch_is_off(tmp_path: P
         make_companion(tmp_path, "b2")
         await advance(host, clock, 30.0)
         assert host.handles() == ["a1"]
-        await host.reload()  # what SIGHUP runs
+        await host.reload()  # what SIGHUP runs (no config file: the embedded defaults, a 60 s beat)
         assert host.handles() == ["a1", "b2"]
-        await advance(host, clock, 20.0)
+        await advance(host, clock, 65.0, step=1.0)
         assert beats_of(tmp_path / "b2.db") >= 1
     finally:
         await host.shutdown()
@@ -411,12 +412,13 @@ async def test_sighup_applies_a_new_interval_spread_over_every_companion_and_def
     clock = FakeClock(T0)
     host = make_host(folder, clock, interval_s=8.0, watch_s=0.0)
     config = tmp_path / "config.toml"
-    config.write_text('[heartbeat]\ninterval_s = 4.0\n[daemon]\nwatch_s = 0.0\ncompanions_dir = "/elsewhere"\n')
+    config.write_text('[heartbeat]\ninterval_s = 8.0\n[daemon]\nbeat_s = 4.0\nwatch_s = 0.0\ncompanions_dir = "/elsewhere"\n')
     host.config_file = config
     await host.start()
     try:
         await host.reload()
-        assert host.settings.heartbeat.interval_s == 4.0 and host.settings.daemon.companions_dir == ""
+        assert host.settings.daemon.beat_s == 4.0 and host.settings.daemon.companions_dir == ""
+        assert all(rt.ctx is not None and rt.ctx.settings.heartbeat.interval_s == 4.0 for rt in host.runtimes.values())
         deferred = [kw["keys"] for _, event, kw in host.log.events if event == "config.deferred"]
         assert deferred == [["daemon.companions_dir"]]
         assert sorted(host.schedule.phase.values()) == [0.0, 1.0, 2.0, 3.0]
@@ -436,7 +438,8 @@ async def test_the_cache_budget_is_set_at_start_and_again_on_reload(tmp_path: Pa
     folder.mkdir()
     make_companion(folder, "a1")
     host = make_host(folder, FakeClock(T0), watch_s=0.0)
-    host.settings = dataclasses.replace(host.settings, daemon=DaemonSettings(watch_s=0.0, cache_budget_mb=32))
+    host.settings = dataclasses.replace(host.settings, daemon=DaemonSettings(watch_s=0.0, cache_budget_mb=32,
+                                                                               beat_s=host.settings.daemon.beat_s))
     config = tmp_path / "config.toml"
     config.write_text("[daemon]\nwatch_s = 0.0\ncache_budget_mb = 64\n")
     host.config_file = config

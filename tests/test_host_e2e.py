@@ -71,7 +71,7 @@ def _init(config: Path, folder: Path, handle: str) -> None:
 def test_run_dir_serves_the_directory_and_sighup_adds_a_companion(tmp_path: Path) -> None:
     folder = tmp_path / "companions"
     folder.mkdir()
-    config = write_config(tmp_path / "config.toml", extra="[daemon]\nwatch_s = 0.0\n")  # SIGHUP only
+    config = write_config(tmp_path / "config.toml", extra="[daemon]\nwatch_s = 0.0\nbeat_s = 1.0\n")  # SIGHUP only
     _init(config, folder, "a1")
     again = run_anima("--config", str(config), "init", "--dir", str(folder), "--id", "a1", "--name", "X",
                       "--birth", "1998-04-12 09:30")
