@@ -180,3 +180,26 @@ def test_sleep_debt_builds_over_short_nights_recovers_over_long_ones_and_naps_le
         e = en.switch(en.step(en.switch(e, asleep=True), e.at + 10 * 3600, P, asleep=True), asleep=False)
         e = en.step(e, e.at + 14 * 3600, P, asleep=False)
     assert e.debt_h == 0.0
+
+
+@given(st.floats(min_value=0.0, max_value=1.0), st.booleans(), st.booleans(),
+       st.sampled_from((None, MIDNIGHT - 3000.0, MIDNIGHT - 40000.0)), st.floats(min_value=0.0, max_value=8.0),
+       st.sampled_from((0.5, 1.0, 1.6)), st.lists(st.sampled_from((0.0, 300.0, 300.0, 450.0)), min_size=1, max_size=30))
+def test_step_along_is_step_then_level_at_each_time_to_the_bit(s: float, was_asleep: bool, asleep: bool,
+                                                               woke: float | None, debt: float, rate: float,
+                                                               gaps: list[float]) -> None:
+    start = en.Energy(s=s, asleep=was_asleep, woke_at=woke, at=MIDNIGHT, slept_at=MIDNIGHT - 30000.0, debt_h=debt)
+    # the offset changes mid-run (a DST-like jump), as energy_params may from one hour to the next
+    def params_at(t: float) -> en.EnergyParams:
+        return en.EnergyParams(chronotype_shift_h=0.7, utc_offset_h=8.0 if t < MIDNIGHT + 3000.0 else 9.0)
+    times, t = [], MIDNIGHT - 300.0
+    for gap in gaps:
+        t += gap
+        times.append(t)
+    one, expected = start, []
+    for t in times:
+        one = en.step(one, t, params_at(t), asleep=asleep, rate=rate)
+        expected.append(en.level(one, params_at(t)))
+    last, levels = en.step_along(start, times, params_at, asleep=asleep, rate=rate)
+    assert levels == expected   # exact equality: the simulator's trace must not move by one bit
+    assert last == one

@@ -137,29 +137,30 @@ def sample_quiet(conn: Any, ctx: LifeContext, state: LifeState, beats: list[floa
                  kind: str | None) -> LifeState:
     """Beats at which nothing ends: machine.advance and trace at each, as a beat-by-beat run does, same numbers.
 
-    A simulated year has ~100k such beats; stepping locals instead of building a LifeState per beat, and
-    writing the points in one call per prune interval, is most of what makes a year fit in seconds.
+    A simulated year has ~100k such beats: mood and energy are stepped along all of them in one call each
+    (mood.relax_along, energy.step_along: the same arithmetic without a state per beat), and the points are
+    written in one call per prune interval.
     """
-    mood, energy = state.mood, state.energy
-    last_trace, last_prune = state.last_trace_at, state.last_prune_at
-    asleep = spec.asleep if spec else energy.asleep
+    asleep = spec.asleep if spec else state.energy.asleep
     rate = spec.rate if spec else 1.0
-    interval = ctx.settings.life.trace_interval_s
+    settings, persona = ctx.settings, ctx.persona
+    mood, shown = mood_model.relax_along(state.mood, beats, ctx.mp)
+    energy, levels = energy_model.step_along(state.energy, beats, lambda t: energy_params(settings, persona, t),
+                                             asleep=asleep, rate=rate)
+    last_trace, last_prune = state.last_trace_at, state.last_prune_at
+    interval = settings.life.trace_interval_s
+    floor = math.floor
     rows: list[tuple[float, float, float, float, float, str | None]] = []
-    for beat in beats:
-        ep = energy_params(ctx.settings, ctx.persona, beat)
-        mood = mood_model.relax(mood, beat, ctx.mp)
-        energy = energy_model.step(energy, beat, ep, asleep=asleep, rate=rate)
-        bucket = math.floor(beat / interval) * interval
+    for beat, (v, a, d), e in zip(beats, shown, levels, strict=True):
+        bucket = floor(beat / interval) * interval
         if bucket <= last_trace:
             continue
-        v, a, d = mood_model.values(mood, ctx.mp)
-        rows.append((bucket, round(v, 6), round(a, 6), round(d, 6), round(energy_model.level(energy, ep), 6), kind))
+        rows.append((bucket, round(v, 6), round(a, 6), round(d, 6), round(e, 6), kind))
         last_trace = bucket
         if beat - last_prune >= PRUNE_EVERY_S:
             store.put_trace_points(conn, rows)
             rows = []
-            store.prune_trace(conn, beat - ctx.settings.life.trace_retention_days * 86400.0)
+            store.prune_trace(conn, beat - settings.life.trace_retention_days * 86400.0)
             last_prune = beat
     store.put_trace_points(conn, rows)
     return state.evolve(mood=mood, energy=energy, last_trace_at=last_trace, last_prune_at=last_prune)
