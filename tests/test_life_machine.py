@@ -363,6 +363,30 @@ def test_the_saved_day_state_is_one_valid_json_row_that_round_trips(two_lives) -
     assert store.get_inner_state(conn)["last_chat_at"] == start + 86400 + 1
 
 
+def test_the_saved_text_is_the_state_in_memory_at_every_beat(two_lives) -> None:
+    # record.save re-encodes a slow part (plan, household, cast, story) only when it is a new object; the
+    # text must still be, at every beat, exactly the state just stepped: its fast keys sorted, then the slow ones.
+    import json
+
+    from engine.life import record
+    from engine.life.state import SLOW_PARTS, context
+
+    (conn, _), persona, start = two_lives
+    ctx = context(S, persona)
+    t, texts = start, set()
+    while t < start + 86400:
+        t += 900.0
+        step_inner(conn, S, persona, t, ON)
+        text = store.get_inner_state_text(conn)
+        state, _ = record.load_day(conn, ctx, t)   # the object save was given (the text it wrote is unchanged)
+        full = state.to_dict()
+        fast = json.dumps({k: v for k, v in full.items() if k not in SLOW_PARTS}, ensure_ascii=False, sort_keys=True)
+        slow = json.dumps({k: full[k] for k in SLOW_PARTS}, ensure_ascii=False, sort_keys=True)
+        assert text == fast[:-1] + ", " + slow[1:]
+        texts.add(json.dumps(json.loads(text)["story"], sort_keys=True))
+    assert len(texts) > 3   # the story moved on during the day, so the cache was both hit and missed
+
+
 def test_a_disappointment_never_reads_as_a_success_in_the_fallback() -> None:
     from engine.life.fallback import completion_text
 

@@ -268,8 +268,22 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
     clauses = expand(rng, scene.kind, moment, facts, slots, told.event)
+    after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
-        return None, StoryState(data)
+        return None, after
     glad = facts["band"] == "pos" and moment == "done" and rng.random() < 0.25
-    return sentence(clauses, exclaim=glad), StoryState(data)
+    return sentence(clauses, exclaim=glad), after
+
+
+def _story_after(story: StoryState, data: dict[str, Any]) -> StoryState:
+    """The story state after a sentence: `story` itself when nothing was replaced in its copy `data`.
+
+    story.py replaces what it changes (never mutates in place), so an unchanged story is the same values by
+    identity; handing back the same object lets the day machine's save skip re-encoding it (most kinds tell
+    no story: a meal, a commute).
+    """
+    old = story.data
+    if len(data) == len(old) and all(old.get(key, data) is value for key, value in data.items()):
+        return story
+    return StoryState(data)
 

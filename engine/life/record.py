@@ -28,6 +28,7 @@ from engine.life.machine import (
     energy_params,
     fresh_state,
 )
+from engine.life.state import SLOW_PARTS
 from engine.store import life as store
 from engine.store.core import get_companion
 
@@ -41,13 +42,14 @@ def seed_key(conn: Any) -> str:
     return f"{companion['name']}|{companion['birth_utc']}"
 
 
-# The heartbeat loads and saves her day state every beat; most of it (plan, cast contact, story) changes a
-# few times a day. Two one-entry caches keep a beat from re-encoding and re-parsing what did not change: the
-# JSON of the slow parts by identity (the state is immutable, so an unchanged part is the same object), and the
-# parsed state of the text this process last wrote (same text, same state, whatever the database).
-_SLOW = ("plan", "met", "story", "house")
+# The heartbeat loads and saves her day state every beat; most of it (plan, cast contact, story, household)
+# changes a few times a day, and a transition changes one or two of them. Two caches keep a beat from
+# re-encoding and re-parsing what did not change: the JSON of each slow part by identity (the state is
+# immutable, so an unchanged part is the same object), and the parsed state of the text this process last
+# wrote (same text, same state, whatever the database).
 # Each cache is one tuple swapped whole, so a reader on another thread never sees half of an update.
-_slow_cache: tuple[Any, tuple[int, ...], str] = (None, (), "")   # (parts kept alive so ids stay unique, ids, JSON)
+# Per slow part: (the part, kept alive so its id stays unique; its JSON).
+_slow_cache: tuple[tuple[Any, str], ...] = tuple((object(), "") for _ in SLOW_PARTS)
 _read_cache: tuple[str | None, LifeState | None] = (None, None)  # (text, state)
 
 
@@ -70,19 +72,25 @@ def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
 def save(conn: Any, state: LifeState, now: float) -> None:
     """Write her day state as one JSON row (sorted keys, so a replay writes the same bytes)."""
     global _slow_cache, _read_cache
-    parts = (state.plan, state.met, state.story, state.house)
-    ids = tuple(id(p) for p in parts)
-    full = state.to_dict()
-    slow = _slow_cache
-    if ids != slow[1]:
-        slow = _slow_cache = (parts, ids, _dumps({k: full[k] for k in _SLOW}))
-    fast = _dumps({k: v for k, v in full.items() if k not in _SLOW})
-    text = fast[:-1] + ", " + slow[2][1:]   # two JSON objects with disjoint keys, merged
+    cached = _slow_cache
+    slow = tuple(hit if hit[0] is part else (part, _dumps(state.part_dict(name)))
+                 for name, part, hit in zip(SLOW_PARTS, _parts(state), cached, strict=True))
+    if any(new is not old for new, old in zip(slow, cached, strict=True)):
+        _slow_cache = slow
+    fast = _dumps(state.fast_dict())
+    # Each half is what json.dumps(sort_keys=True) writes for its keys (the fast keys sorted, then the slow
+    # ones, "key": value joined by ", "): the text is the one the two-object merge always wrote.
+    text = fast[:-1] + ", " + ", ".join(f'"{name}": {js}' for name, (_, js) in zip(SLOW_PARTS, slow, strict=True)) + "}"
     store.put_inner_state_text(conn, text, now)
     _read_cache = (text, state)
 
 
-def _dumps(value: dict[str, Any]) -> str:
+def _parts(state: LifeState) -> tuple[Any, ...]:
+    """The objects of state's SLOW_PARTS, in SLOW_PARTS order (what the JSON cache is keyed on by identity)."""
+    return (state.house, state.met, state.plan, state.story)
+
+
+def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 

@@ -23,6 +23,9 @@ from engine.persona import Persona
 from engine.settings import Settings
 
 STATE_VERSION = 2
+# The parts of LifeState that change a few times a day (a transition changes one or two), sorted by name:
+# engine/life/record.py encodes each only when it is a new object.
+SLOW_PARTS = ("house", "met", "plan", "story")
 
 
 @dataclass(frozen=True)
@@ -74,13 +77,28 @@ class LifeState:
         return new
 
     def to_dict(self) -> dict[str, Any]:
+        return {**self.fast_dict(), **{name: self.part_dict(name) for name in SLOW_PARTS}}
+
+    def fast_dict(self) -> dict[str, Any]:
+        """to_dict without the SLOW_PARTS: what changes at every step."""
         return {"version": STATE_VERSION, "mood": self.mood.to_dict(), "energy": self.energy.to_dict(),
-                "plan": self.plan, "last_step_at": self.last_step_at, "seed_key": self.seed_key,
+                "last_step_at": self.last_step_at, "seed_key": self.seed_key,
                 "last_trace_at": None if self.last_trace_at == -math.inf else self.last_trace_at,
                 "last_prune_at": None if self.last_prune_at == -math.inf else self.last_prune_at,
                 "last_chat_at": self.last_chat_at, "last_social_at": self.last_social_at,
-                "life_paused": self.life_paused, "house": self.house.to_dict(), "met": dict(sorted(self.met.items())),
-                "story": self.story, "slept_h": self.slept_h}
+                "life_paused": self.life_paused, "slept_h": self.slept_h}
+
+    def part_dict(self, name: str) -> Any:
+        """One of the SLOW_PARTS as to_dict writes it."""
+        if name == "house":
+            return self.house.to_dict()
+        if name == "met":
+            return dict(sorted(self.met.items()))
+        if name == "plan":
+            return self.plan
+        if name == "story":
+            return self.story
+        raise KeyError(name)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> LifeState:
