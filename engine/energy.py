@@ -24,6 +24,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from engine.errors import InputError
+
 HOUR = 3600.0
 # Daan, Beersma & Borbély (1984) skewed circadian sine: amplitudes of harmonics 1..5.
 HARMONICS = (0.97, 0.22, 0.07, 0.03, 0.001)
@@ -101,7 +103,15 @@ def local_hour(t: float, params: EnergyParams) -> float:
 def circadian(t: float, params: EnergyParams) -> float:
     """C(t): the five-harmonic skewed sine, period 24 h, shifted later by the chronotype."""
     x = 2.0 * math.pi * (local_hour(t, params) - C_PHASE_H - params.chronotype_shift_h) / 24.0
-    return sum(a * math.sin((i + 1) * x) for i, a in enumerate(HARMONICS))
+    return _harmonics(x)
+
+
+def _harmonics(x: float) -> float:
+    """sum(a * sin((i + 1) x) for the HARMONICS a), written out: the same terms added in the same order
+    (starting from 0.0 as sum starts from 0), without a generator; crossing evaluates it ~200 times a call."""
+    a1, a2, a3, a4, a5 = HARMONICS
+    sin = math.sin
+    return 0.0 + a1 * sin(1 * x) + a2 * sin(2 * x) + a3 * sin(3 * x) + a4 * sin(4 * x) + a5 * sin(5 * x)
 
 
 def thresholds(t: float, params: EnergyParams) -> tuple[float, float]:
@@ -247,14 +257,26 @@ def crossing(s: float, start: float, params: EnergyParams, *, asleep: bool, limi
     """First instant after `start` when S meets the threshold for its state (H+ awake, H- asleep).
 
     Found on a 5-minute grid then refined linearly; the thresholds move slowly, so this is
-    accurate to seconds.
+    accurate to seconds. The loop is `_gap` and `step_s` written out (the same arithmetic: the grid step's
+    exponential is the same at every step, so it is taken once); a day computes a few of these.
     """
+    if not step_s_ > 0:   # a grid that does not move would never end
+        raise InputError(f"crossing needs a grid step > 0 s, got {step_s_}")
     t, cur = start, s
     end = start + limit_h * HOUR
-    prev_gap = _gap(cur, t, params, asleep)
+    tau = params.fall_tau_h if asleep else params.rise_tau_h
+    factor = math.exp(-step_s_ * 1.0 / (tau * HOUR))
+    offset, shift, two_pi = params.utc_offset_h, params.chronotype_shift_h, 2.0 * math.pi
+
+    def gap_at(s_: float, t_: float) -> float:
+        hour = ((t_ / HOUR + offset) % 24.0 + 24.0) % 24.0
+        c = C_AMPLITUDE * _harmonics(two_pi * (hour - C_PHASE_H - shift) / 24.0)
+        return ((H_MINUS_MEAN + c) - s_) if asleep else (s_ - (H_PLUS_MEAN + c))
+
+    prev_gap = gap_at(cur, t)
     while t < end:
-        nxt = step_s(cur, step_s_, asleep, params)
-        gap = _gap(nxt, t + step_s_, params, asleep)
+        nxt = cur * factor if asleep else 1.0 - (1.0 - cur) * factor
+        gap = gap_at(nxt, t + step_s_)
         if gap >= 0:
             frac = 0.0 if gap == prev_gap else -prev_gap / (gap - prev_gap)
             return t + step_s_ * min(1.0, max(0.0, frac))

@@ -203,3 +203,43 @@ def test_step_along_is_step_then_level_at_each_time_to_the_bit(s: float, was_asl
     last, levels = en.step_along(start, times, params_at, asleep=asleep, rate=rate)
     assert levels == expected   # exact equality: the simulator's trace must not move by one bit
     assert last == one
+
+
+def _crossing_by_steps(s: float, start: float, params: en.EnergyParams, asleep: bool, limit_h: float = 30.0,
+                       step: float = 300.0) -> float:
+    """crossing as the published loop reads, through step_s and thresholds (the fast loop must equal it)."""
+    t, cur, end = start, s, start + limit_h * 3600.0
+
+    def gap_of(s_: float, t_: float) -> float:
+        h_plus, h_minus = en.thresholds(t_, params)
+        return (h_minus - s_) if asleep else (s_ - h_plus)
+
+    prev = gap_of(cur, t)
+    while t < end:
+        nxt = en.step_s(cur, step, asleep, params)
+        gap = gap_of(nxt, t + step)
+        if gap >= 0:
+            frac = 0.0 if gap == prev else -prev / (gap - prev)
+            return t + step * min(1.0, max(0.0, frac))
+        t, cur, prev = t + step, nxt, gap
+    return end
+
+
+@given(st.floats(min_value=0.0, max_value=1.0), st.booleans(), st.floats(min_value=0.0, max_value=86400.0),
+       st.floats(min_value=-2.0, max_value=2.0), st.sampled_from((300.0, 60.0, 977.0)),
+       st.sampled_from((8.0, 9.0, -5.0)))
+def test_crossing_is_the_step_by_step_loop_to_the_bit(s: float, asleep: bool, offset: float, shift: float,
+                                                      step: float, utc: float) -> None:
+    params = en.EnergyParams(chronotype_shift_h=shift, utc_offset_h=utc)
+    start = MIDNIGHT + offset
+    assert en.crossing(s, start, params, asleep=asleep, step_s_=step) == _crossing_by_steps(s, start, params, asleep,
+                                                                                           step=step)
+    assert en.circadian(start, params) == sum(a * math.sin((i + 1) * (2.0 * math.pi * (
+        en.local_hour(start, params) - en.C_PHASE_H - shift) / 24.0)) for i, a in enumerate(en.HARMONICS))
+
+
+def test_crossing_refuses_a_grid_that_does_not_move() -> None:
+    from engine.errors import InputError
+
+    with pytest.raises(InputError, match="grid step"):
+        en.crossing(0.3, MIDNIGHT, P, asleep=False, step_s_=0.0)
