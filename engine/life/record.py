@@ -25,10 +25,9 @@ from engine.life.machine import (
     LifeState,
     StartActivity,
     energy_level,
-    energy_params,
     fresh_state,
 )
-from engine.life.state import SLOW_PARTS
+from engine.life.state import SLOW_PARTS, energy_params_by_hour
 from engine.store import life as store
 from engine.store.core import get_companion
 
@@ -151,9 +150,9 @@ def sample_quiet(conn: Any, ctx: LifeContext, state: LifeState, beats: list[floa
     """
     asleep = spec.asleep if spec else state.energy.asleep
     rate = spec.rate if spec else 1.0
-    settings, persona = ctx.settings, ctx.persona
+    settings = ctx.settings
     mood, shown = mood_model.relax_along(state.mood, beats, ctx.mp)
-    energy, levels = energy_model.step_along(state.energy, beats, lambda t: energy_params(settings, persona, t),
+    energy, levels = energy_model.step_along(state.energy, beats, energy_params_by_hour(settings, ctx.persona),
                                              asleep=asleep, rate=rate)
     last_trace, last_prune = state.last_trace_at, state.last_prune_at
     interval = settings.life.trace_interval_s

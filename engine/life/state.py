@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -161,10 +162,23 @@ Effect = EndActivity | CloseSuspended | LifeEvent | MoodPush | StartActivity
 # --- parameters ----------------------------------------------------------------------------------
 
 
+# The last contexts built (with and without the forecast), by the identity of their frozen settings and persona:
+# every heartbeat asks for the context of the same two objects, and building one (mood parameters, role,
+# city) is a fixed cost per beat. One tuple swapped whole, so a reader on another thread never sees half of it.
+_last_context: tuple[Settings | None, Persona | None, dict[bool, LifeContext]] = (None, None, {})
+
+
 def context(settings: Settings, persona: Persona | None, *, forecast_next: bool = True) -> LifeContext:
+    global _last_context
+    last_settings, last_persona, built = _last_context
+    if last_settings is settings and last_persona is persona and forecast_next in built:
+        return built[forecast_next]
     p = persona or Persona(loss_aversion=settings.mood.loss_aversion)
-    return LifeContext(settings=settings, persona=persona or Persona(), mp=mood_params(settings, p),
-                       role=role(settings.life.role), city=city(settings.life.city), forecast_next=forecast_next)
+    ctx = LifeContext(settings=settings, persona=persona or Persona(), mp=mood_params(settings, p),
+                      role=role(settings.life.role), city=city(settings.life.city), forecast_next=forecast_next)
+    same = last_settings is settings and last_persona is persona
+    _last_context = (settings, persona, {**(built if same else {}), forecast_next: ctx})
+    return ctx
 
 
 def mood_params(settings: Settings, persona: Persona | None) -> mood_model.MoodParams:
@@ -185,6 +199,20 @@ def mood_params(settings: Settings, persona: Persona | None) -> mood_model.MoodP
 def energy_params(settings: Settings, persona: Persona | None, t: float) -> energy_model.EnergyParams:
     return _energy_params(settings.energy.rise_tau_h, settings.energy.fall_tau_h,
                           persona.chronotype_shift_h if persona else 0.0, _utc_offset_h(settings.life.tz, t // 3600))
+
+
+def energy_params_by_hour(settings: Settings, persona: Persona | None) -> Callable[[float], energy_model.EnergyParams]:
+    """energy_params(settings, persona, t) as a function of t that looks up each hour of t once in a row of calls
+    (they depend on t only through its hour): for stepping along a stretch of beats."""
+    hour, params = math.nan, None
+
+    def at(t: float) -> energy_model.EnergyParams:
+        nonlocal hour, params
+        if params is None or t // 3600 != hour:
+            hour, params = t // 3600, energy_params(settings, persona, t)
+        return params
+
+    return at
 
 
 @lru_cache(maxsize=4096)
