@@ -183,12 +183,14 @@ def relax_along(mood: Mood, times: Sequence[float], params: MoodParams) -> tuple
     between the times: a simulated year makes ~100k such steps.
     """
     (e0, e1, e2), (m0, m1, m2), at, tone = mood.emotion, mood.mood, mood.at, mood.tone
-    (b0, b1, b2), (h0, h1, h2) = params.baseline, params.half_life_h
+    (b0, b1, b2), (hl0, hl1, hl2) = params.baseline, params.half_life_h
     alpha = LN2 / (params.emotion_half_life_min * MINUTE / HOUR * HOUR)
     k = params.mood_gain * alpha
-    betas = (LN2 / (h0 * HOUR), LN2 / (h1 * HOUR), LN2 / (h2 * HOUR))
+    betas = (LN2 / (hl0 * HOUR), LN2 / (hl1 * HOUR), LN2 / (hl2 * HOUR))
     near = tuple(abs(alpha - beta) < 1e-9 * alpha for beta in betas)
-    exp, cap = math.exp, LATENT_CAP
+    exp, tanh, cap = math.exp, math.tanh, LATENT_CAP
+    # saturate written out below (the call was a third of this loop): its headroom above and below each baseline
+    up0, up1, up2, down0, down1, down2 = 1.0 - b0, 1.0 - b1, 1.0 - b2, 1.0 + b0, 1.0 + b1, 1.0 + b2
     step_dt = math.nan
     fa = fb0 = fb1 = fb2 = 0.0
     out: list[Triple] = []
@@ -207,7 +209,13 @@ def relax_along(mood: Mood, times: Sequence[float], params: MoodParams) -> tuple
             m1 = max(-cap, min(cap, 0.0 + (m1 - 0.0) * fb1 + f1))
             m2 = max(-cap, min(cap, 0.0 + (m2 - 0.0) * fb2 + f2))
             at = now
-        out.append((saturate(b0, m0 + e0), saturate(b1, m1 + e1), saturate(b2, m2 + e2)))
+        x0, x1, x2 = m0 + e0, m1 + e1, m2 + e2
+        h0 = up0 if x0 >= 0 else down0
+        h1 = up1 if x1 >= 0 else down1
+        h2 = up2 if x2 >= 0 else down2
+        out.append((b0 if h0 <= 0 else max(-1.0, min(1.0, b0 + h0 * tanh(x0 / h0))),
+                    b1 if h1 <= 0 else max(-1.0, min(1.0, b1 + h1 * tanh(x1 / h1))),
+                    b2 if h2 <= 0 else max(-1.0, min(1.0, b2 + h2 * tanh(x2 / h2)))))
     return Mood(emotion=(e0, e1, e2), mood=(m0, m1, m2), at=at, tone=tone), out
 
 
