@@ -69,11 +69,12 @@ class LifeState:
     def evolve(self, **changes: Any) -> LifeState:
         """A copy with `changes`: dataclasses.replace without its per-call field introspection (a simulated
         year makes ~100k of these; a LifeState has no __post_init__ to run, and unknown names are refused)."""
-        unknown = changes.keys() - self.__dict__.keys()
-        if unknown:
-            raise TypeError(f"LifeState has no field {sorted(unknown)}")
+        fields = self.__dict__
+        for name in changes:
+            if name not in fields:
+                raise TypeError(f"LifeState has no field {sorted(changes.keys() - fields.keys())}")
         new = object.__new__(LifeState)
-        new.__dict__.update(self.__dict__)
+        new.__dict__.update(fields)
         new.__dict__.update(changes)
         return new
 
