@@ -274,9 +274,15 @@ def crossing(s: float, start: float, params: EnergyParams, *, asleep: bool, limi
         return ((H_MINUS_MEAN + c) - s_) if asleep else (s_ - (H_PLUS_MEAN + c))
 
     prev_gap = gap_at(cur, t)
+    a1, a2, a3, a4, a5 = HARMONICS
+    sin = math.sin
     while t < end:
         nxt = cur * factor if asleep else 1.0 - (1.0 - cur) * factor
-        gap = gap_at(nxt, t + step_s_)
+        # gap_at(nxt, t + step_s_) written out (this loop runs ~100k times a simulated year)
+        x = two_pi * ((((t + step_s_) / HOUR + offset) % 24.0 + 24.0) % 24.0 - C_PHASE_H - shift) / 24.0
+        c = C_AMPLITUDE * (0.0 + a1 * sin(1 * x) + a2 * sin(2 * x) + a3 * sin(3 * x) + a4 * sin(4 * x)
+                           + a5 * sin(5 * x))
+        gap = ((H_MINUS_MEAN + c) - nxt) if asleep else (nxt - (H_PLUS_MEAN + c))
         if gap >= 0:
             frac = 0.0 if gap == prev_gap else -prev_gap / (gap - prev_gap)
             return t + step_s_ * min(1.0, max(0.0, frac))
