@@ -229,7 +229,7 @@ def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mappi
     rng.shuffle(usable)
     heads = {part[:HEAD] for clause in said for part in clause.split("，")}
     for alt in usable:
-        text = fill(alt.text, slots)
+        text = fill(alt.text, slots) if alt.slots else alt.text   # nothing to fill: no regex pass
         if any(part[:HEAD] in heads for part in text.split("，")):
             continue
         if any(text.startswith(clause) or clause.startswith(text) for clause in said):
