@@ -98,12 +98,14 @@ class Mood:
     @property
     def pos(self) -> Triple:
         """The positive part of each total latent deviation (for readers of the one-layer state)."""
-        return tuple(max(0.0, e + m) for e, m in zip(self.emotion, self.mood, strict=True))  # type: ignore[return-value]
+        (e0, e1, e2), (m0, m1, m2) = self.emotion, self.mood   # written out: every saved state writes it
+        return (max(0.0, e0 + m0), max(0.0, e1 + m1), max(0.0, e2 + m2))
 
     @property
     def neg(self) -> Triple:
         """The negative part of each total latent deviation."""
-        return tuple(min(0.0, e + m) for e, m in zip(self.emotion, self.mood, strict=True))  # type: ignore[return-value]
+        (e0, e1, e2), (m0, m1, m2) = self.emotion, self.mood
+        return (min(0.0, e0 + m0), min(0.0, e1 + m1), min(0.0, e2 + m2))
 
     def to_dict(self) -> dict[str, object]:
         # pos/neg are derived views written for older readers; from_dict reads emotion/mood when present.
