@@ -72,21 +72,18 @@ def save(conn: Any, state: LifeState, now: float) -> None:
     """Write her day state as one JSON row (sorted keys, so a replay writes the same bytes)."""
     global _slow_cache, _read_cache
     cached = _slow_cache
-    slow = tuple(hit if hit[0] is part else (part, _dumps(state.part_dict(name)))
-                 for name, part, hit in zip(SLOW_PARTS, _parts(state), cached, strict=True))
+    slow = []
+    for name, hit in zip(SLOW_PARTS, cached, strict=True):
+        part = getattr(state, name)
+        slow.append(hit if hit[0] is part else (part, _dumps(state.part_dict(name))))
     if any(new is not old for new, old in zip(slow, cached, strict=True)):
-        _slow_cache = slow
+        _slow_cache = tuple(slow)
     fast = _dumps(state.fast_dict())
     # Each half is what json.dumps(sort_keys=True) writes for its keys (the fast keys sorted, then the slow
     # ones, "key": value joined by ", "): the text is the one the two-object merge always wrote.
     text = fast[:-1] + ", " + ", ".join(f'"{name}": {js}' for name, (_, js) in zip(SLOW_PARTS, slow, strict=True)) + "}"
     store.put_inner_state_text(conn, text, now)
     _read_cache = (text, state)
-
-
-def _parts(state: LifeState) -> tuple[Any, ...]:
-    """The objects of state's SLOW_PARTS, in SLOW_PARTS order (what the JSON cache is keyed on by identity)."""
-    return (state.house, state.met, state.plan, state.story)
 
 
 def _dumps(value: Any) -> str:
