@@ -21,7 +21,10 @@ Every function takes time as a parameter; nothing here reads a clock.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+
+from engine.errors import InputError
 
 HOUR = 3600.0
 # Daan, Beersma & Borbély (1984) skewed circadian sine: amplitudes of harmonics 1..5.
@@ -100,7 +103,15 @@ def local_hour(t: float, params: EnergyParams) -> float:
 def circadian(t: float, params: EnergyParams) -> float:
     """C(t): the five-harmonic skewed sine, period 24 h, shifted later by the chronotype."""
     x = 2.0 * math.pi * (local_hour(t, params) - C_PHASE_H - params.chronotype_shift_h) / 24.0
-    return sum(a * math.sin((i + 1) * x) for i, a in enumerate(HARMONICS))
+    return _harmonics(x)
+
+
+def _harmonics(x: float) -> float:
+    """sum(a * sin((i + 1) x) for the HARMONICS a), written out: the same terms added in the same order
+    (starting from 0.0 as sum starts from 0), without a generator; crossing evaluates it ~200 times a call."""
+    a1, a2, a3, a4, a5 = HARMONICS
+    sin = math.sin
+    return 0.0 + a1 * sin(1 * x) + a2 * sin(2 * x) + a3 * sin(3 * x) + a4 * sin(4 * x) + a5 * sin(5 * x)
 
 
 def thresholds(t: float, params: EnergyParams) -> tuple[float, float]:
@@ -130,6 +141,43 @@ def step(energy: Energy, now: float, params: EnergyParams, *, asleep: bool, rate
     # Built directly, not with dataclasses.replace: this runs at every heartbeat and every simulated beat.
     return Energy(s=step_s(energy.s, dt, asleep, params, rate), asleep=sw.asleep, woke_at=sw.woke_at, at=now,
                   slept_at=sw.slept_at, debt_h=sw.debt_h)
+
+
+def step_along(energy: Energy, times: Sequence[float], params_at: Callable[[float], EnergyParams], *,
+               asleep: bool, rate: float = 1.0) -> tuple[Energy, list[float]]:
+    """step to each of `times` in turn (ascending) and read level there: (the last state, the levels at each).
+
+    Exactly `e = step(e, t, params_at(t), asleep=asleep, rate=rate); level(e, params_at(t))` per time, same
+    arithmetic in the same order; the exponential of a repeated step is computed once and no Energy is built
+    between the times (a simulated year makes ~100k such steps).
+    """
+    cur = energy
+    out: list[float] = []
+    exp, cos, two_pi, four_pi = math.exp, math.cos, 2.0 * math.pi, 4.0 * math.pi
+    key: tuple[float, float] | None = None
+    factor = 1.0
+    s, at = cur.s, cur.at
+    for now in times:
+        params = params_at(now)
+        dt = now - at
+        if dt > 0:
+            if at == cur.at:   # a change of state happens at the first step only (then asleep is the state's)
+                cur = switch(cur, asleep=asleep)
+            tau = params.fall_tau_h if asleep else params.rise_tau_h
+            if key != (dt, tau):
+                key, factor = (dt, tau), exp(-dt * rate / (tau * HOUR))
+            s = s * factor if asleep else 1.0 - (1.0 - s) * factor
+            at = now
+        h = ((at / HOUR + params.utc_offset_h) % 24.0 + 24.0) % 24.0 - params.chronotype_shift_h
+        alert = cos(two_pi * (h - TPM_ACROPHASE_H) / 24.0) + DIP_RATIO * cos(four_pi * (h - DIP_TROUGH_H + 6.0) / 24.0)
+        woke = cur.woke_at
+        drag = 0.0 if cur.asleep or woke is None else INERTIA_DEPTH * exp(-max(0.0, at - woke) / (INERTIA_TAU_H * HOUR))
+        raw = (LEVEL_MID + HOMEO_WEIGHT * ((H_PLUS_MEAN - s) / (H_PLUS_MEAN - H_MINUS_MEAN) - 0.5)
+               + CIRC_WEIGHT * alert - drag - DEBT_WEIGHT * cur.debt_h)
+        out.append(min(1.0, max(0.0, raw)))
+    if at != cur.at:
+        cur = Energy(s=s, asleep=cur.asleep, woke_at=cur.woke_at, at=at, slept_at=cur.slept_at, debt_h=cur.debt_h)
+    return cur, out
 
 
 def switch(energy: Energy, *, asleep: bool) -> Energy:
@@ -209,14 +257,32 @@ def crossing(s: float, start: float, params: EnergyParams, *, asleep: bool, limi
     """First instant after `start` when S meets the threshold for its state (H+ awake, H- asleep).
 
     Found on a 5-minute grid then refined linearly; the thresholds move slowly, so this is
-    accurate to seconds.
+    accurate to seconds. The loop is `_gap` and `step_s` written out (the same arithmetic: the grid step's
+    exponential is the same at every step, so it is taken once); a day computes a few of these.
     """
+    if not step_s_ > 0:   # a grid that does not move would never end
+        raise InputError(f"crossing needs a grid step > 0 s, got {step_s_}")
     t, cur = start, s
     end = start + limit_h * HOUR
-    prev_gap = _gap(cur, t, params, asleep)
+    tau = params.fall_tau_h if asleep else params.rise_tau_h
+    factor = math.exp(-step_s_ * 1.0 / (tau * HOUR))
+    offset, shift, two_pi = params.utc_offset_h, params.chronotype_shift_h, 2.0 * math.pi
+
+    def gap_at(s_: float, t_: float) -> float:
+        hour = ((t_ / HOUR + offset) % 24.0 + 24.0) % 24.0
+        c = C_AMPLITUDE * _harmonics(two_pi * (hour - C_PHASE_H - shift) / 24.0)
+        return ((H_MINUS_MEAN + c) - s_) if asleep else (s_ - (H_PLUS_MEAN + c))
+
+    prev_gap = gap_at(cur, t)
+    a1, a2, a3, a4, a5 = HARMONICS
+    sin = math.sin
     while t < end:
-        nxt = step_s(cur, step_s_, asleep, params)
-        gap = _gap(nxt, t + step_s_, params, asleep)
+        nxt = cur * factor if asleep else 1.0 - (1.0 - cur) * factor
+        # gap_at(nxt, t + step_s_) written out (this loop runs ~100k times a simulated year)
+        x = two_pi * ((((t + step_s_) / HOUR + offset) % 24.0 + 24.0) % 24.0 - C_PHASE_H - shift) / 24.0
+        c = C_AMPLITUDE * (0.0 + a1 * sin(1 * x) + a2 * sin(2 * x) + a3 * sin(3 * x) + a4 * sin(4 * x)
+                           + a5 * sin(5 * x))
+        gap = ((H_MINUS_MEAN + c) - nxt) if asleep else (nxt - (H_PLUS_MEAN + c))
         if gap >= 0:
             frac = 0.0 if gap == prev_gap else -prev_gap / (gap - prev_gap)
             return t + step_s_ * min(1.0, max(0.0, frac))

@@ -36,16 +36,19 @@ MAX_TRANSITIONS_PER_STEP = 500     # a guard: a day has ~25 transitions; a runaw
 
 
 def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: float,
-               switches: Switches | Mapping[str, Any], *, forecast_next: bool = True) -> dict[str, Any]:
+               switches: Switches | Mapping[str, Any], *, forecast_next: bool = True,
+               summary: bool = True) -> dict[str, Any]:
     """One heartbeat: step mood/energy (switch 'mood_step') and the activity machine (switch 'life') to now.
 
     `switches` is this beat's typed Switches; a mapping of stored values (current or old names) is read
     through the registry's defaults, so a caller never repeats a default. `forecast_next=False` (simulation)
     skips the forecast of what follows each activity: the same life, without its "next" preview.
+    `summary=False` (simulation) leaves out the mood summary, which nobody reads mid-run ("mood" is None).
 
-    Returns {"backwards": bool, "transitions": n, "life_events": n, "activity": kind, "mood": her mood
-    now (numbers, energy "e" and label, as in inner_snapshot)}. A clock that
-    went backwards steps nothing (dt = 0) and re-anchors her time at `now`; the caller logs it.
+    Returns {"backwards": bool, "transitions": n, "life_events": n, "activity": kind, "current": her current
+    activity row (as store.current_activity shapes it, or None), "mood": her mood now (numbers, energy "e"
+    and label, as in inner_snapshot)}. A clock that went backwards steps nothing (dt = 0) and re-anchors her
+    time at `now`; the caller logs it.
     """
     on = switches if isinstance(switches, Switches) else Switches.from_stored(switches)
     heartbeat_on, life_on = on.mood_step, on.life
@@ -84,10 +87,11 @@ def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: floa
         else:  # frozen: time passes, her state does not change
             life = replace(life, mood=replace(life.mood, at=max(life.mood.at, now)),
                            energy=replace(life.energy, at=max(life.energy.at, now)))
-        life = replace(life, last_step_at=now)
+        life = life.evolve(last_step_at=now)
         record.save(conn, life, now)
     return {"backwards": backwards, "transitions": transitions, "life_events": len(events),
-            "activity": cur["kind"] if cur else None, "mood": _mood_dict(ctx, life, now)}
+            "activity": cur["kind"] if cur else None, "current": cur,
+            "mood": _mood_dict(ctx, life, now) if summary else None}
 
 
 def _ends_by(cur: dict[str, Any], settings: Settings) -> float:

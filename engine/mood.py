@@ -36,6 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -97,12 +98,14 @@ class Mood:
     @property
     def pos(self) -> Triple:
         """The positive part of each total latent deviation (for readers of the one-layer state)."""
-        return tuple(max(0.0, e + m) for e, m in zip(self.emotion, self.mood, strict=True))  # type: ignore[return-value]
+        (e0, e1, e2), (m0, m1, m2) = self.emotion, self.mood   # written out: every saved state writes it
+        return (max(0.0, e0 + m0), max(0.0, e1 + m1), max(0.0, e2 + m2))
 
     @property
     def neg(self) -> Triple:
         """The negative part of each total latent deviation."""
-        return tuple(min(0.0, e + m) for e, m in zip(self.emotion, self.mood, strict=True))  # type: ignore[return-value]
+        (e0, e1, e2), (m0, m1, m2) = self.emotion, self.mood
+        return (min(0.0, e0 + m0), min(0.0, e1 + m1), min(0.0, e2 + m2))
 
     def to_dict(self) -> dict[str, object]:
         # pos/neg are derived views written for older readers; from_dict reads emotion/mood when present.
@@ -172,6 +175,50 @@ def relax(mood: Mood, now: float, params: MoodParams) -> Mood:
         mood_layer.append(_cap(target + (m0 - target) * fb + fed))
     return Mood(emotion=(emotion[0], emotion[1], emotion[2]), mood=(mood_layer[0], mood_layer[1], mood_layer[2]),
                 at=now, tone=mood.tone)
+
+
+def relax_along(mood: Mood, times: Sequence[float], params: MoodParams) -> tuple[Mood, list[Triple]]:
+    """relax to each of `times` in turn (ascending) and read values there: (the last mood, the values at each).
+
+    Exactly `m = relax(m, t, params); values(m, params)` per time, same arithmetic in the same order, but the
+    exponentials of a repeated step (a simulation beats every 300 s) are computed once and no Mood is built
+    between the times: a simulated year makes ~100k such steps.
+    """
+    (e0, e1, e2), (m0, m1, m2), at, tone = mood.emotion, mood.mood, mood.at, mood.tone
+    (b0, b1, b2), (hl0, hl1, hl2) = params.baseline, params.half_life_h
+    alpha = LN2 / (params.emotion_half_life_min * MINUTE / HOUR * HOUR)
+    k = params.mood_gain * alpha
+    betas = (LN2 / (hl0 * HOUR), LN2 / (hl1 * HOUR), LN2 / (hl2 * HOUR))
+    near = tuple(abs(alpha - beta) < 1e-9 * alpha for beta in betas)
+    exp, tanh, cap = math.exp, math.tanh, LATENT_CAP
+    # saturate written out below (the call was a third of this loop): its headroom above and below each baseline
+    up0, up1, up2, down0, down1, down2 = 1.0 - b0, 1.0 - b1, 1.0 - b2, 1.0 + b0, 1.0 + b1, 1.0 + b2
+    step_dt = math.nan
+    fa = fb0 = fb1 = fb2 = 0.0
+    out: list[Triple] = []
+    for now in times:
+        dt_s = now - at
+        if dt_s > 0:
+            if dt_s != step_dt:
+                step_dt = dt_s
+                fa = exp(-alpha * dt_s)
+                fb0, fb1, fb2 = exp(-betas[0] * dt_s), exp(-betas[1] * dt_s), exp(-betas[2] * dt_s)
+            f0 = k * e0 * dt_s * fa if near[0] else k * e0 * (fb0 - fa) / (alpha - betas[0])
+            f1 = k * e1 * dt_s * fa if near[1] else k * e1 * (fb1 - fa) / (alpha - betas[1])
+            f2 = k * e2 * dt_s * fa if near[2] else k * e2 * (fb2 - fa) / (alpha - betas[2])
+            e0, e1, e2 = e0 * fa, e1 * fa, e2 * fa
+            m0 = max(-cap, min(cap, tone + (m0 - tone) * fb0 + f0))
+            m1 = max(-cap, min(cap, 0.0 + (m1 - 0.0) * fb1 + f1))
+            m2 = max(-cap, min(cap, 0.0 + (m2 - 0.0) * fb2 + f2))
+            at = now
+        x0, x1, x2 = m0 + e0, m1 + e1, m2 + e2
+        h0 = up0 if x0 >= 0 else down0
+        h1 = up1 if x1 >= 0 else down1
+        h2 = up2 if x2 >= 0 else down2
+        out.append((b0 if h0 <= 0 else max(-1.0, min(1.0, b0 + h0 * tanh(x0 / h0))),
+                    b1 if h1 <= 0 else max(-1.0, min(1.0, b1 + h1 * tanh(x1 / h1))),
+                    b2 if h2 <= 0 else max(-1.0, min(1.0, b2 + h2 * tanh(x2 / h2)))))
+    return Mood(emotion=(e0, e1, e2), mood=(m0, m1, m2), at=at, tone=tone), out
 
 
 def push(mood: Mood, delta: Triple, params: MoodParams) -> Mood:

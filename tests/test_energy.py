@@ -180,3 +180,66 @@ def test_sleep_debt_builds_over_short_nights_recovers_over_long_ones_and_naps_le
         e = en.switch(en.step(en.switch(e, asleep=True), e.at + 10 * 3600, P, asleep=True), asleep=False)
         e = en.step(e, e.at + 14 * 3600, P, asleep=False)
     assert e.debt_h == 0.0
+
+
+@given(st.floats(min_value=0.0, max_value=1.0), st.booleans(), st.booleans(),
+       st.sampled_from((None, MIDNIGHT - 3000.0, MIDNIGHT - 40000.0)), st.floats(min_value=0.0, max_value=8.0),
+       st.sampled_from((0.5, 1.0, 1.6)), st.lists(st.sampled_from((0.0, 300.0, 300.0, 450.0)), min_size=1, max_size=30))
+def test_step_along_is_step_then_level_at_each_time_to_the_bit(s: float, was_asleep: bool, asleep: bool,
+                                                               woke: float | None, debt: float, rate: float,
+                                                               gaps: list[float]) -> None:
+    start = en.Energy(s=s, asleep=was_asleep, woke_at=woke, at=MIDNIGHT, slept_at=MIDNIGHT - 30000.0, debt_h=debt)
+    # the offset changes mid-run (a DST-like jump), as energy_params may from one hour to the next
+    def params_at(t: float) -> en.EnergyParams:
+        return en.EnergyParams(chronotype_shift_h=0.7, utc_offset_h=8.0 if t < MIDNIGHT + 3000.0 else 9.0)
+    times, t = [], MIDNIGHT - 300.0
+    for gap in gaps:
+        t += gap
+        times.append(t)
+    one, expected = start, []
+    for t in times:
+        one = en.step(one, t, params_at(t), asleep=asleep, rate=rate)
+        expected.append(en.level(one, params_at(t)))
+    last, levels = en.step_along(start, times, params_at, asleep=asleep, rate=rate)
+    assert levels == expected   # exact equality: the simulator's trace must not move by one bit
+    assert last == one
+
+
+def _crossing_by_steps(s: float, start: float, params: en.EnergyParams, asleep: bool, limit_h: float = 30.0,
+                       step: float = 300.0) -> float:
+    """crossing as the published loop reads, through step_s and thresholds (the fast loop must equal it)."""
+    t, cur, end = start, s, start + limit_h * 3600.0
+
+    def gap_of(s_: float, t_: float) -> float:
+        h_plus, h_minus = en.thresholds(t_, params)
+        return (h_minus - s_) if asleep else (s_ - h_plus)
+
+    prev = gap_of(cur, t)
+    while t < end:
+        nxt = en.step_s(cur, step, asleep, params)
+        gap = gap_of(nxt, t + step)
+        if gap >= 0:
+            frac = 0.0 if gap == prev else -prev / (gap - prev)
+            return t + step * min(1.0, max(0.0, frac))
+        t, cur, prev = t + step, nxt, gap
+    return end
+
+
+@given(st.floats(min_value=0.0, max_value=1.0), st.booleans(), st.floats(min_value=0.0, max_value=86400.0),
+       st.floats(min_value=-2.0, max_value=2.0), st.sampled_from((300.0, 60.0, 977.0)),
+       st.sampled_from((8.0, 9.0, -5.0)))
+def test_crossing_is_the_step_by_step_loop_to_the_bit(s: float, asleep: bool, offset: float, shift: float,
+                                                      step: float, utc: float) -> None:
+    params = en.EnergyParams(chronotype_shift_h=shift, utc_offset_h=utc)
+    start = MIDNIGHT + offset
+    assert en.crossing(s, start, params, asleep=asleep, step_s_=step) == _crossing_by_steps(s, start, params, asleep,
+                                                                                           step=step)
+    assert en.circadian(start, params) == sum(a * math.sin((i + 1) * (2.0 * math.pi * (
+        en.local_hour(start, params) - en.C_PHASE_H - shift) / 24.0)) for i, a in enumerate(en.HARMONICS))
+
+
+def test_crossing_refuses_a_grid_that_does_not_move() -> None:
+    from engine.errors import InputError
+
+    with pytest.raises(InputError, match="grid step"):
+        en.crossing(0.3, MIDNIGHT, P, asleep=False, step_s_=0.0)

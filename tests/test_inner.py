@@ -72,6 +72,22 @@ def test_exactly_one_current_activity_after_start(conn, persona) -> None:
     assert conn.execute("SELECT count(*) FROM activity WHERE status = 'current'").fetchone()[0] == 1
 
 
+def test_a_step_says_which_activity_is_current_and_may_leave_out_the_mood_summary(conn, persona) -> None:
+    # The simulator steps on what step_inner returns instead of reading the current activity back.
+    resume_after_gap(conn, S, persona, None, START)
+    t, moved = START, 0
+    while t < START + 86400:
+        t += 300.0
+        result = step_inner(conn, S, persona, t, ON, summary=(moved % 2 == 0))
+        row = store.current_activity(conn)
+        keys = ("id", "kind", "label", "started_at", "expected_end", "why", "next_kind", "detail")
+        assert {k: result["current"][k] for k in keys} == {k: row[k] for k in keys}
+        assert (result["mood"] is None) == (moved % 2 == 1)
+        moved += result["transitions"]
+    assert moved > 10
+    assert set(step_inner(conn, S, persona, t + 1, ON)["mood"]) == {"v", "a", "d", "e", "label"}
+
+
 def test_chat_suspends_reading_and_it_resumes_with_the_remaining_time(conn, persona) -> None:
     resume_after_gap(conn, S, persona, None, START)
     t = find_current(conn, persona, "reading", START, 25 * 60)

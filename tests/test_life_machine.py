@@ -363,6 +363,59 @@ def test_the_saved_day_state_is_one_valid_json_row_that_round_trips(two_lives) -
     assert store.get_inner_state(conn)["last_chat_at"] == start + 86400 + 1
 
 
+def test_the_saved_text_is_the_state_in_memory_at_every_beat(two_lives) -> None:
+    # record.save re-encodes a slow part (plan, household, cast, story) only when it is a new object; the
+    # text must still be, at every beat, exactly the state just stepped: its fast keys sorted, then the slow ones.
+    import json
+
+    from engine.life import record
+    from engine.life.state import SLOW_PARTS, context
+
+    (conn, _), persona, start = two_lives
+    ctx = context(S, persona)
+    t, texts = start, set()
+    while t < start + 86400:
+        t += 900.0
+        step_inner(conn, S, persona, t, ON)
+        text = store.get_inner_state_text(conn)
+        state, _ = record.load_day(conn, ctx, t)   # the object save was given (the text it wrote is unchanged)
+        full = state.to_dict()
+        fast = json.dumps({k: v for k, v in full.items() if k not in SLOW_PARTS}, ensure_ascii=False, sort_keys=True)
+        slow = json.dumps({k: full[k] for k in SLOW_PARTS}, ensure_ascii=False, sort_keys=True)
+        assert text == fast[:-1] + ", " + slow[1:]
+        texts.add(json.dumps(json.loads(text)["story"], sort_keys=True))
+    assert len(texts) > 3   # the story moved on during the day, so the cache was both hit and missed
+
+
+def test_the_context_is_built_once_per_settings_and_persona_and_never_served_stale() -> None:
+    from engine.life.state import context
+
+    other = dataclasses.replace(S, life=dataclasses.replace(S.life, role="student", city="北京"))
+    persona = Persona(chronotype_shift_h=1.0)
+    first = context(S, persona, forecast_next=False)
+    assert context(S, persona, forecast_next=False) is first               # the heartbeat's case: no rebuild
+    assert context(S, persona).forecast_next and not first.forecast_next
+    assert context(S, persona, forecast_next=False) is first               # both flavours are kept
+    swapped = context(other, persona)
+    assert (swapped.role.name, swapped.city.name, swapped.settings) == ("student", "北京", other)
+    assert context(S, None).persona == Persona() and context(S, None).settings is S
+    back = context(S, persona, forecast_next=False)
+    assert (back.role.name, back.city.name, back.persona) == ("illustrator", "杭州", persona)
+
+
+def test_energy_params_by_hour_are_energy_params_at_every_time() -> None:
+    from engine.life.state import energy_params, energy_params_by_hour
+
+    # a zone with DST, so the offset changes within the stretch (2025-03-09 02:00 in New York)
+    ny = dataclasses.replace(S, life=dataclasses.replace(S.life, tz="America/New_York"))
+    persona = Persona(chronotype_shift_h=-0.5)
+    start = dt.datetime(2025, 3, 8, 20, 0, tzinfo=ZoneInfo("America/New_York")).timestamp()
+    at = energy_params_by_hour(ny, persona)
+    times = [start + k * 280.0 for k in range(400)]
+    assert [at(t) for t in times] == [energy_params(ny, persona, t) for t in times]
+    assert len({at(t).utc_offset_h for t in times}) == 2
+
+
 def test_a_disappointment_never_reads_as_a_success_in_the_fallback() -> None:
     from engine.life.fallback import completion_text
 

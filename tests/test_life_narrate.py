@@ -237,6 +237,20 @@ def test_story_state_round_trips_through_json() -> None:
         StoryState.from_dict([1, 2])  # type: ignore[arg-type]
 
 
+def test_a_sentence_that_tells_no_story_hands_back_the_same_story_state() -> None:
+    # The day machine's save encodes the story again only when it is a new object: a meal must give back the
+    # very object (nothing to re-encode), a sitting with a book a new one, the old one left as it was.
+    world = WORLDS[0]
+    _, story = narrate(_scene("reading", world, 8, 50), StoryState(), "same")
+    before = json.dumps(story.to_dict(), sort_keys=True)
+    for kind in ("lunch", "commute", "daydream", "walk"):
+        _, after = narrate(_scene(kind, world, 12, 40), story, "same")
+        assert after is story, kind
+    _, read_on = narrate(_scene("reading", world, 20, 50), story, "same")
+    assert read_on is not story and read_on.data["book"] != story.data["book"]
+    assert json.dumps(story.to_dict(), sort_keys=True) == before   # the old state was not changed in place
+
+
 def test_resumed_sentence_states_the_remaining_time() -> None:
     world = WORLDS[0]
     for seed in ("x", "y", "z"):

@@ -256,3 +256,18 @@ def test_world_day_composes_calendar_sun_season_and_weather() -> None:
     assert "腊梅" in eve.sights and "桂花" not in eve.sights
     assert "雪" not in eve.sights  # snow possible this month is not snow today
     assert world_day(D("2026-02-04"), HANGZHOU, "c1").solar_term == "立春"
+
+
+def test_a_city_hashes_as_its_fields_once_and_equal_cities_alike() -> None:
+    import dataclasses
+
+    from engine.life.place import city
+
+    home = city("杭州")
+    fields = (home.name, home.lat, home.lon, home.tz, home.zone, home.months)
+    assert hash(home) == hash(fields) == hash(home)          # the dataclass value, kept after the first call
+    twin = dataclasses.replace(home)
+    assert twin == home and hash(twin) == hash(home)
+    warmer = dataclasses.replace(home, months=home.months[1:] + home.months[:1])
+    assert warmer != home and hash(warmer) == hash((*fields[:5], warmer.months))
+    assert "_hash" not in repr(home) and dataclasses.asdict(home).keys() == {f.name for f in dataclasses.fields(home)}

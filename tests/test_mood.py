@@ -188,3 +188,23 @@ def test_alma_labels() -> None:
     assert m.label(-0.9, 0.9, -0.9) == "fully anxious"
     assert m.label_zh(0.5, -0.5, 0.5) == "比较放松"
     assert len({m.octant(v, a, d) for v in (-1, 1) for a in (-1, 1) for d in (-1, 1)}) == 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(params(), st.tuples(unit, unit, unit), st.tuples(unit, unit, unit), unit,
+       st.lists(st.sampled_from((0.0, 60.0, 300.0, 300.0, 300.0, 1234.5)), min_size=1, max_size=40))
+def test_relax_along_is_relax_then_values_at_each_time_to_the_bit(p: m.MoodParams, emotion: m.Triple,
+                                                                   mood_dev: m.Triple, tone: float,
+                                                                   gaps: list[float]) -> None:
+    start = m.Mood(emotion=emotion, mood=mood_dev, at=1000.0, tone=tone)
+    times, t = [], 1000.0 - 120.0   # the first time may lie before the state (no step there)
+    for gap in gaps:
+        t += gap
+        times.append(t)
+    one, expected = start, []
+    for t in times:
+        one = m.relax(one, t, p)
+        expected.append(m.values(one, p))
+    last, shown = m.relax_along(start, times, p)
+    assert shown == expected          # exact equality: the simulator's trace must not move by one bit
+    assert last == one

@@ -141,11 +141,11 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
     switches = Switches.defaults()   # a simulation runs with every switch on
     trace: list[dict[str, Any]] = []
     t = read_to = start
+    cur = life_store.current_activity(conn)   # then step_inner says what she is doing after each step
     while t < stop:
         day_end = t + 86400.0
         with transaction(conn):
             while t < stop and t < day_end:
-                cur = life_store.current_activity(conn)
                 due = _next_end(cur)
                 quiet = []
                 # The last beat is always a real step, so the stored state ends at `stop` as before.
@@ -156,7 +156,8 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
                     _quiet_beats(conn, settings, persona, cur["kind"], quiet)
                 if t < stop and t < day_end:
                     t = min(stop, t + step_s)
-                    step_inner(conn, settings, persona, t, switches, forecast_next=forecast_next)
+                    cur = step_inner(conn, settings, persona, t, switches, forecast_next=forecast_next,
+                                     summary=False)["current"]
         # The means come from the run's own samples, read as it goes (a day at a time), so
         # no retention rule of the engine can take a day's points away before they count.
         trace += life_store.trace(conn, read_to, t + 1e-6)

@@ -7,6 +7,8 @@ reused if she is interrupted and resumes or gives up.
 
 from __future__ import annotations
 
+from functools import cache
+
 from engine.life.catalogue import SLOT, catalogue, slot_lists
 from engine.life.localtime import rng_for
 
@@ -21,10 +23,16 @@ def details_for(seed_key: str, kind: str, started_at: float) -> dict[str, str]:
     texts.append(spec.partial)
     details: dict[str, str] = {"template": str(template)}
     for text in texts:
-        for slot in SLOT.findall(text):
+        for slot in _slots_of(text):
             if slot not in details:
                 details[slot] = rng.choice(lists[slot])
     return details
+
+
+@cache
+def _slots_of(template: str) -> tuple[str, ...]:
+    """The slots a catalogue template names, in order (the catalogue's few hundred templates, parsed once)."""
+    return tuple(SLOT.findall(template))
 
 
 def render(text: str, details: dict[str, str]) -> str:

@@ -20,7 +20,7 @@ DAY_STARTS_AT_H = 4.0            # her "day" runs 04:00-04:00: a 01:00 bedtime b
 
 def rng_for(seed_key: str, *parts: object) -> random.Random:
     """A Random seeded by sha256 of the parts (Python's hash() is salted per process; sha256 is not)."""
-    text = "|".join([seed_key, *(str(p) for p in parts)])
+    text = "|".join((seed_key, *map(str, parts)))
     return random.Random(int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big"))
 
 

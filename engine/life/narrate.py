@@ -153,20 +153,27 @@ class _Slots(dict[str, str]):
     """Slot values, some computed only when a chosen clause uses them (word pools, steps, kilometres).
 
     Computing lazily keeps a sentence cheap (a simulated year narrates thousands of scenes); the draws still come
-    from the scene's own seeded rng in the order the clauses use them, so the words stay reproducible.
+    from the scene's own seeded rng in the order the clauses use them, so the words stay reproducible. A value
+    set in the dict wins, then a `lazy` one, then a draw from a word pool of `words`.
     """
 
-    def __init__(self, base: dict[str, str], lazy: Mapping[str, Callable[[], str]]) -> None:
+    def __init__(self, base: dict[str, str], lazy: Mapping[str, Callable[[], str]],
+                 words: Mapping[str, tuple[str, ...]], rng: random.Random) -> None:
         super().__init__(base)
         self._lazy = lazy
+        self._words = words
+        self._rng = rng
 
     def __contains__(self, name: object) -> bool:
-        return dict.__contains__(self, name) or name in self._lazy
+        return dict.__contains__(self, name) or name in self._lazy or name in self._words
 
     def __missing__(self, name: str) -> str:
-        if name not in self._lazy:
+        if name in self._lazy:
+            value = self[name] = self._lazy[name]()
+        elif name in self._words:
+            value = self[name] = self._rng.choice(self._words[name])
+        else:
             raise KeyError(name)
-        value = self[name] = self._lazy[name]()
         return value
 
 
@@ -178,15 +185,15 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
     slots = {"dur": duration_phrase(minutes)}
     if scene.moment is Moment.RESUMED:
         slots["remaining"] = duration_phrase(max(RESUME_AT_LEAST_MIN, round(scene.remaining_s / 60)))
-    lazy: dict[str, Callable[[], str]] = {
+    numbers: dict[str, Callable[[], str]] = {
         "high": lambda: _degrees(world.temp_high_c),
         "low": lambda: _degrees(world.temp_low_c),
         "steps": lambda: cn_number(max(100, 100 * round(minutes * rng.uniform(*WALK_STEPS_PER_MIN) / 100))) + "步",
         "km": lambda: cn_decimal_half(minutes / 60 * rng.uniform(*WALK_KMH), "公里"),
         "run_km": lambda: cn_decimal_half(minutes / 60 * rng.uniform(*RUN_KMH), "公里"),
     }
-    for name, pool in g.words.items():
-        lazy[name] = functools.partial(rng.choice, pool)
+    # A word pool of the same name as a number wins over it; the world's own slots below win over a pool.
+    lazy = {name: value for name, value in numbers.items() if name not in g.words}
     if world.sights:
         known = sights()
         lazy["sight_line"] = lambda: _sight_line(rng, world.sights, known)
@@ -206,7 +213,7 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
     who = scene.with_whom
     if who is not None:
         slots["who"] = FAMILY_WORDS.get(who.relation, who.name)
-    return _Slots(slots, lazy)
+    return _Slots(slots, lazy, g.words, rng)
 
 
 def _sight_line(rng: random.Random, out_today: tuple[str, ...], known: Mapping[str, Any]) -> str:
@@ -268,8 +275,22 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
     clauses = expand(rng, scene.kind, moment, facts, slots, told.event)
+    after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
-        return None, StoryState(data)
+        return None, after
     glad = facts["band"] == "pos" and moment == "done" and rng.random() < 0.25
-    return sentence(clauses, exclaim=glad), StoryState(data)
+    return sentence(clauses, exclaim=glad), after
+
+
+def _story_after(story: StoryState, data: dict[str, Any]) -> StoryState:
+    """The story state after a sentence: `story` itself when nothing was replaced in its copy `data`.
+
+    story.py replaces what it changes (never mutates in place), so an unchanged story is the same values by
+    identity; handing back the same object lets the day machine's save skip re-encoding it (most kinds tell
+    no story: a meal, a commute).
+    """
+    old = story.data
+    if len(data) == len(old) and all(old.get(key, data) is value for key, value in data.items()):
+        return story
+    return StoryState(data)
 

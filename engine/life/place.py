@@ -36,6 +36,16 @@ class City:
     zone: str
     months: tuple[MonthClimate, ...]  # 12 entries, January first
 
+    def __hash__(self) -> int:
+        # The dataclass hash (of all fields, the twelve months' climate included), computed once: a City keys
+        # the per-date caches of her world, looked up several times a transition, and rehashing its climate
+        # at each lookup was a measurable share of a simulated year. Frozen, so the value never goes stale.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.name, self.lat, self.lon, self.tz, self.zone, self.months))
+            object.__setattr__(self, "_hash", cached)
+        return int(cached)
+
     @property
     def zoneinfo(self) -> ZoneInfo:
         return ZoneInfo(self.tz)

@@ -25,9 +25,9 @@ from engine.life.machine import (
     LifeState,
     StartActivity,
     energy_level,
-    energy_params,
     fresh_state,
 )
+from engine.life.state import SLOW_PARTS, energy_params_by_hour
 from engine.store import life as store
 from engine.store.core import get_companion
 
@@ -41,13 +41,14 @@ def seed_key(conn: Any) -> str:
     return f"{companion['name']}|{companion['birth_utc']}"
 
 
-# The heartbeat loads and saves her day state every beat; most of it (plan, cast contact, story) changes a
-# few times a day. Two one-entry caches keep a beat from re-encoding and re-parsing what did not change: the
-# JSON of the slow parts by identity (the state is immutable, so an unchanged part is the same object), and the
-# parsed state of the text this process last wrote (same text, same state, whatever the database).
-_SLOW = ("plan", "met", "story", "house")
+# The heartbeat loads and saves her day state every beat; most of it (plan, cast contact, story, household)
+# changes a few times a day, and a transition changes one or two of them. Two caches keep a beat from
+# re-encoding and re-parsing what did not change: the JSON of each slow part by identity (the state is
+# immutable, so an unchanged part is the same object), and the parsed state of the text this process last
+# wrote (same text, same state, whatever the database).
 # Each cache is one tuple swapped whole, so a reader on another thread never sees half of an update.
-_slow_cache: tuple[Any, tuple[int, ...], str] = (None, (), "")   # (parts kept alive so ids stay unique, ids, JSON)
+# Per slow part: (the part, kept alive so its id stays unique; its JSON).
+_slow_cache: tuple[tuple[Any, str], ...] = tuple((object(), "") for _ in SLOW_PARTS)
 _read_cache: tuple[str | None, LifeState | None] = (None, None)  # (text, state)
 
 
@@ -70,19 +71,22 @@ def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
 def save(conn: Any, state: LifeState, now: float) -> None:
     """Write her day state as one JSON row (sorted keys, so a replay writes the same bytes)."""
     global _slow_cache, _read_cache
-    parts = (state.plan, state.met, state.story, state.house)
-    ids = tuple(id(p) for p in parts)
-    full = state.to_dict()
-    slow = _slow_cache
-    if ids != slow[1]:
-        slow = _slow_cache = (parts, ids, _dumps({k: full[k] for k in _SLOW}))
-    fast = _dumps({k: v for k, v in full.items() if k not in _SLOW})
-    text = fast[:-1] + ", " + slow[2][1:]   # two JSON objects with disjoint keys, merged
+    cached = _slow_cache
+    slow = []
+    for name, hit in zip(SLOW_PARTS, cached, strict=True):
+        part = getattr(state, name)
+        slow.append(hit if hit[0] is part else (part, _dumps(state.part_dict(name))))
+    if any(new is not old for new, old in zip(slow, cached, strict=True)):
+        _slow_cache = tuple(slow)
+    fast = _dumps(state.fast_dict())
+    # Each half is what json.dumps(sort_keys=True) writes for its keys (the fast keys sorted, then the slow
+    # ones, "key": value joined by ", "): the text is the one the two-object merge always wrote.
+    text = fast[:-1] + ", " + ", ".join(f'"{name}": {js}' for name, (_, js) in zip(SLOW_PARTS, slow, strict=True)) + "}"
     store.put_inner_state_text(conn, text, now)
     _read_cache = (text, state)
 
 
-def _dumps(value: dict[str, Any]) -> str:
+def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -137,29 +141,30 @@ def sample_quiet(conn: Any, ctx: LifeContext, state: LifeState, beats: list[floa
                  kind: str | None) -> LifeState:
     """Beats at which nothing ends: machine.advance and trace at each, as a beat-by-beat run does, same numbers.
 
-    A simulated year has ~100k such beats; stepping locals instead of building a LifeState per beat, and
-    writing the points in one call per prune interval, is most of what makes a year fit in seconds.
+    A simulated year has ~100k such beats: mood and energy are stepped along all of them in one call each
+    (mood.relax_along, energy.step_along: the same arithmetic without a state per beat), and the points are
+    written in one call per prune interval.
     """
-    mood, energy = state.mood, state.energy
-    last_trace, last_prune = state.last_trace_at, state.last_prune_at
-    asleep = spec.asleep if spec else energy.asleep
+    asleep = spec.asleep if spec else state.energy.asleep
     rate = spec.rate if spec else 1.0
-    interval = ctx.settings.life.trace_interval_s
+    settings = ctx.settings
+    mood, shown = mood_model.relax_along(state.mood, beats, ctx.mp)
+    energy, levels = energy_model.step_along(state.energy, beats, energy_params_by_hour(settings, ctx.persona),
+                                             asleep=asleep, rate=rate)
+    last_trace, last_prune = state.last_trace_at, state.last_prune_at
+    interval = settings.life.trace_interval_s
+    floor = math.floor
     rows: list[tuple[float, float, float, float, float, str | None]] = []
-    for beat in beats:
-        ep = energy_params(ctx.settings, ctx.persona, beat)
-        mood = mood_model.relax(mood, beat, ctx.mp)
-        energy = energy_model.step(energy, beat, ep, asleep=asleep, rate=rate)
-        bucket = math.floor(beat / interval) * interval
+    for beat, (v, a, d), e in zip(beats, shown, levels, strict=True):
+        bucket = floor(beat / interval) * interval
         if bucket <= last_trace:
             continue
-        v, a, d = mood_model.values(mood, ctx.mp)
-        rows.append((bucket, round(v, 6), round(a, 6), round(d, 6), round(energy_model.level(energy, ep), 6), kind))
+        rows.append((bucket, round(v, 6), round(a, 6), round(d, 6), round(e, 6), kind))
         last_trace = bucket
         if beat - last_prune >= PRUNE_EVERY_S:
             store.put_trace_points(conn, rows)
             rows = []
-            store.prune_trace(conn, beat - ctx.settings.life.trace_retention_days * 86400.0)
+            store.prune_trace(conn, beat - settings.life.trace_retention_days * 86400.0)
             last_prune = beat
     store.put_trace_points(conn, rows)
     return state.evolve(mood=mood, energy=energy, last_trace_at=last_trace, last_prune_at=last_prune)

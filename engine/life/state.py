@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -23,6 +24,9 @@ from engine.persona import Persona
 from engine.settings import Settings
 
 STATE_VERSION = 2
+# The parts of LifeState that change a few times a day (a transition changes one or two), sorted by name:
+# engine/life/record.py encodes each only when it is a new object.
+SLOW_PARTS = ("house", "met", "plan", "story")
 
 
 @dataclass(frozen=True)
@@ -65,22 +69,38 @@ class LifeState:
     def evolve(self, **changes: Any) -> LifeState:
         """A copy with `changes`: dataclasses.replace without its per-call field introspection (a simulated
         year makes ~100k of these; a LifeState has no __post_init__ to run, and unknown names are refused)."""
-        unknown = changes.keys() - self.__dict__.keys()
-        if unknown:
-            raise TypeError(f"LifeState has no field {sorted(unknown)}")
+        fields = self.__dict__
+        for name in changes:
+            if name not in fields:
+                raise TypeError(f"LifeState has no field {sorted(changes.keys() - fields.keys())}")
         new = object.__new__(LifeState)
-        new.__dict__.update(self.__dict__)
+        new.__dict__.update(fields)
         new.__dict__.update(changes)
         return new
 
     def to_dict(self) -> dict[str, Any]:
+        return {**self.fast_dict(), **{name: self.part_dict(name) for name in SLOW_PARTS}}
+
+    def fast_dict(self) -> dict[str, Any]:
+        """to_dict without the SLOW_PARTS: what changes at every step."""
         return {"version": STATE_VERSION, "mood": self.mood.to_dict(), "energy": self.energy.to_dict(),
-                "plan": self.plan, "last_step_at": self.last_step_at, "seed_key": self.seed_key,
+                "last_step_at": self.last_step_at, "seed_key": self.seed_key,
                 "last_trace_at": None if self.last_trace_at == -math.inf else self.last_trace_at,
                 "last_prune_at": None if self.last_prune_at == -math.inf else self.last_prune_at,
                 "last_chat_at": self.last_chat_at, "last_social_at": self.last_social_at,
-                "life_paused": self.life_paused, "house": self.house.to_dict(), "met": dict(sorted(self.met.items())),
-                "story": self.story, "slept_h": self.slept_h}
+                "life_paused": self.life_paused, "slept_h": self.slept_h}
+
+    def part_dict(self, name: str) -> Any:
+        """One of the SLOW_PARTS as to_dict writes it."""
+        if name == "house":
+            return self.house.to_dict()
+        if name == "met":
+            return dict(sorted(self.met.items()))
+        if name == "plan":
+            return self.plan
+        if name == "story":
+            return self.story
+        raise KeyError(name)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> LifeState:
@@ -143,10 +163,23 @@ Effect = EndActivity | CloseSuspended | LifeEvent | MoodPush | StartActivity
 # --- parameters ----------------------------------------------------------------------------------
 
 
+# The last contexts built (with and without the forecast), by the identity of their frozen settings and persona:
+# every heartbeat asks for the context of the same two objects, and building one (mood parameters, role,
+# city) is a fixed cost per beat. One tuple swapped whole, so a reader on another thread never sees half of it.
+_last_context: tuple[Settings | None, Persona | None, dict[bool, LifeContext]] = (None, None, {})
+
+
 def context(settings: Settings, persona: Persona | None, *, forecast_next: bool = True) -> LifeContext:
+    global _last_context
+    last_settings, last_persona, built = _last_context
+    if last_settings is settings and last_persona is persona and forecast_next in built:
+        return built[forecast_next]
     p = persona or Persona(loss_aversion=settings.mood.loss_aversion)
-    return LifeContext(settings=settings, persona=persona or Persona(), mp=mood_params(settings, p),
-                       role=role(settings.life.role), city=city(settings.life.city), forecast_next=forecast_next)
+    ctx = LifeContext(settings=settings, persona=persona or Persona(), mp=mood_params(settings, p),
+                      role=role(settings.life.role), city=city(settings.life.city), forecast_next=forecast_next)
+    same = last_settings is settings and last_persona is persona
+    _last_context = (settings, persona, {**(built if same else {}), forecast_next: ctx})
+    return ctx
 
 
 def mood_params(settings: Settings, persona: Persona | None) -> mood_model.MoodParams:
@@ -167,6 +200,20 @@ def mood_params(settings: Settings, persona: Persona | None) -> mood_model.MoodP
 def energy_params(settings: Settings, persona: Persona | None, t: float) -> energy_model.EnergyParams:
     return _energy_params(settings.energy.rise_tau_h, settings.energy.fall_tau_h,
                           persona.chronotype_shift_h if persona else 0.0, _utc_offset_h(settings.life.tz, t // 3600))
+
+
+def energy_params_by_hour(settings: Settings, persona: Persona | None) -> Callable[[float], energy_model.EnergyParams]:
+    """energy_params(settings, persona, t) as a function of t that looks up each hour of t once in a row of calls
+    (they depend on t only through its hour): for stepping along a stretch of beats."""
+    hour, params = math.nan, None
+
+    def at(t: float) -> energy_model.EnergyParams:
+        nonlocal hour, params
+        if params is None or t // 3600 != hour:
+            hour, params = t // 3600, energy_params(settings, persona, t)
+        return params
+
+    return at
 
 
 @lru_cache(maxsize=4096)
