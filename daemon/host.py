@@ -98,6 +98,8 @@ class Host:
         self._opening: set[str] = set()
         self._ignored_logged: set[str] = set()
         self.schedule = BeatSchedule(settings.daemon.beat_s, clock.monotonic())
+        # One object for every companion: engine/life caches the beat's context by the settings' identity.
+        self.companion_settings = companion_settings(settings)
         self.stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._beats: set[asyncio.Future[Any]] = set()
@@ -341,7 +343,7 @@ class Host:
     async def _open_one(self, handle: str, sig: tuple[int, int]) -> bool:
         assert self.shared is not None
         log = _bound(self.log, handle)
-        runtime = CompanionRuntime(handle, self.folder / f"{handle}.db", companion_settings(self.settings), self.clock,
+        runtime = CompanionRuntime(handle, self.folder / f"{handle}.db", self.companion_settings, self.clock,
                                    log, self.shared)
         self._opening.add(handle)
         try:
@@ -391,7 +393,7 @@ class Host:
             if merged.daemon.cache_budget_mb != self.settings.daemon.cache_budget_mb:
                 apply_cache_budget(merged)  # lowering it evicts now
             self.settings = merged
-            hers = companion_settings(merged)
+            hers = self.companion_settings = companion_settings(merged)
             for runtime in self.runtimes.values():
                 runtime.settings = hers
                 if runtime.ctx is not None:
