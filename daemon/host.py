@@ -39,7 +39,7 @@ from daemon.priority import InteractiveGate
 from daemon.runtime import CompanionRuntime, Shared
 from daemon.sdnotify import Notifier
 from daemon.worker import SharedWorker
-from engine.errors import AnimaError, ConfigError
+from engine.errors import AnimaError, ConfigError, LockedError
 from engine.settings import Settings
 
 OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate each): 2 cores, some I/O
@@ -95,6 +95,7 @@ class Host:
         self.runtimes: dict[str, CompanionRuntime] = {}
         self._faults: dict[str, str] = {}
         self._fault_sig: dict[str, tuple[int, int]] = {}
+        self._locked: set[str] = set()  # faulted because another process held the lock: retried at every scan
         self._opening: set[str] = set()
         self._ignored_logged: set[str] = set()
         self.schedule = BeatSchedule(settings.daemon.beat_s, clock.monotonic())
@@ -294,7 +295,9 @@ class Host:
     async def scan(self, retry_faults: bool = False) -> dict[str, list[str]]:
         """Serve what the directory holds now: open new files, close removed or .stop-marked ones.
 
-        A faulted file is retried when its file changed since the fault (`retry_faults`: always, SIGHUP).
+        A faulted file is retried when its file changed since the fault (`retry_faults`: always, SIGHUP);
+        a file another process held locked is retried at every scan, since a lock is let go without the
+        file changing (an `anima restore` or a single-file daemon that finished).
         Returns what changed: {"opened": [...], "closed": [...], "faulted": [...]}.
         """
         async with self._scan_lock:
@@ -309,11 +312,13 @@ class Host:
             for handle in set(self._faults) - set(listing.wanted):  # gone, or marked: no longer a fault to report
                 self._faults.pop(handle, None)
                 self._fault_sig.pop(handle, None)
+                self._locked.discard(handle)
             todo = []
             for handle, sig in sorted(listing.wanted.items()):
                 if handle in self.runtimes or handle in self._opening:
                     continue
-                if handle in self._faults and not retry_faults and self._fault_sig.get(handle) == sig:
+                if (handle in self._faults and not retry_faults and self._fault_sig.get(handle) == sig
+                        and handle not in self._locked):
                     continue
                 todo.append((handle, sig))
             first = not self.runtimes and not self.schedule.phase
@@ -350,6 +355,10 @@ class Host:
             await runtime.open()
         except Exception as exc:
             reason = _one_line(exc)
+            if isinstance(exc, LockedError):
+                self._locked.add(handle)
+            else:
+                self._locked.discard(handle)
             if self._faults.get(handle) != reason:
                 log.error("companion.faulted", error=type(exc).__name__, reason=reason)
             self._faults[handle] = reason
@@ -362,6 +371,7 @@ class Host:
             return False
         self._faults.pop(handle, None)
         self._fault_sig.pop(handle, None)
+        self._locked.discard(handle)
         self.runtimes[handle] = runtime
         log.info("companion.served", schema=runtime.schema)
         return True

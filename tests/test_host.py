@@ -192,7 +192,7 @@ async def test_a_corrupt_file_is_faulted_with_its_reason_and_the_others_serve(tm
         await host.shutdown()
 
 
-async def test_a_file_locked_by_another_process_is_faulted_and_served_once_released(tmp_path: Path) -> None:
+async def test_a_file_locked_by_another_process_is_faulted_and_served_at_the_next_scan_once_released(tmp_path: Path) -> None:
     make_companion(tmp_path, "a1")
     held = make_companion(tmp_path, "b2")
     code = ("import sys; from pathlib import Path; from engine.store.lock import DaemonLock\n"
@@ -208,8 +208,10 @@ async def test_a_file_locked_by_another_process_is_faulted_and_served_once_relea
             assert host.handles() == ["a1"]
             reason = host.fault("b2")
             assert reason and "another anima daemon" in reason and str(holder.pid) in reason
-            holder.communicate("", timeout=10)  # the other daemon stops
-            await host.reload()  # SIGHUP retries faulted files
+            await host.scan()  # still held: still faulted, the other served
+            assert host.handles() == ["a1"] and host.fault("b2") == reason
+            holder.communicate("", timeout=10)  # the other daemon stops; the file itself is unchanged
+            await host.scan()  # the next watch scan (no SIGHUP) tries a lock fault again
             assert host.handles() == ["a1", "b2"] and host.fault("b2") is None
         finally:
             await host.shutdown()
