@@ -476,6 +476,15 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
                              "launch_shims": [line for line in lines if line.startswith("bench.launch:")]}
 
 
+def companion_beat_s(tree: Path) -> float:
+    """One companion's beat period in many mode, from the daemon tree's defaults (the bench's config sets neither)."""
+    probe = ("from engine.settings import Settings; s = Settings(); "
+             "print(getattr(s.daemon, 'beat_s', None) or s.heartbeat.interval_s)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tree,
+                          env={**os.environ, "PYTHONPATH": str(tree)}, timeout=60, check=True)
+    return float(done.stdout.strip())
+
+
 def verdicts(out: dict[str, Any]) -> dict[str, Any]:
     idle = out.get("idle", {})
     lag = idle.get("heartbeat_lag", {})
@@ -511,7 +520,9 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=300.0)
     parser.add_argument("--settle-seconds", type=float, default=120.0,
                         help="after ready, before idle is measured (start-up consolidation jobs drain)")
-    parser.add_argument("--interval-s", type=float, default=15.0, help="the daemon's [heartbeat] interval_s")
+    parser.add_argument("--beat-s", "--interval-s", dest="interval_s", type=float, default=None,
+                        help="seconds between one companion's beats (default: the tree's [daemon] beat_s when it "
+                             "has one, else [heartbeat] interval_s): counts the beats due in a window")
     parser.add_argument("--lag-ms", type=float, default=50.0, help="[heartbeat] lag_warn_ms for this run")
     parser.add_argument("--lag-seconds", type=float, default=60.0,
                         help="after idle: a window where every beat logs its lag, for the distribution (0: skip)")
@@ -536,10 +547,13 @@ def main() -> int:
     if args.companions < 1 or args.memories < 2 or args.users < 0:
         parser.error("--companions >= 1, --memories >= 2, --users >= 0")
     args.tree = args.tree.resolve()
+    if args.interval_s is None:
+        args.interval_s = companion_beat_s(args.tree)
 
     out: dict[str, Any] = {"companions": args.companions, "memories": args.memories, "users": args.users,
                            "idle_seconds": args.idle_seconds, "think_s": args.think_s, "cpus": os.cpu_count(),
                            "cache_budget_mb": args.cache_budget_mb, "tree": str(args.tree),
+                           "companion_beat_s": args.interval_s,
                            "what_if": {"daemon_cache_kib": args.daemon_cache_kib, "daemon_budget": args.daemon_budget}}
     cached, info = dataset(args.companions, args.memories, args.data_dir, args.templates)
     out["data"] = info
