@@ -16,8 +16,9 @@
    unless the API exposes the lag, a --lag-seconds window with lag_warn_ms 0 (SIGHUP-reloaded) logs
    every beat's lag, for its p50/p95/p99 (that logging costs CPU, hence a window of its own).
 4. Chat, paced as bench/api.py's paced shape (context -> share -> turns, think 0.5-1.5 x --think-s):
-   one user on one companion (the single-companion reference), then --users users on as many other
-   companions, then one user again (the reference is both single runs together: drift of a shared
+   one user on one companion (the single-companion reference; --single-users N puts N users on it, the
+   same load as the many run on one file), then --users users on as many other companions, then the
+   reference again (the reference is both single runs together: drift of a shared
    machine shows as their difference). Context p95 of the many run against the reference.
 Verdicts: idle CPU <= 2 %, lag p99 <= 50 ms, RSS <= 600 MB, context p95 within 10 % of single.
 
@@ -438,18 +439,19 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
         # chat: single, many, single
         if args.users > 0 and len(served) > args.users:
             single_handle, many_handles = served[0], served[1 : 1 + args.users]
-            first = await chat(sock, [single_handle], args.single_seconds, args.think_s, seed=1)
+            single = [single_handle] * args.single_users
+            first = await chat(sock, single, args.single_seconds, args.think_s, seed=1)
             many_c0, many_t0 = proc.cpu_s(), time.monotonic()
             many = await chat(sock, many_handles, args.chat_seconds, args.think_s, seed=2)
             many["daemon_cpu_percent"] = round(100 * (proc.cpu_s() - many_c0) / (time.monotonic() - many_t0), 1)
             many["daemon_rss_mb_end"] = proc.status_mb("VmRSS")
             many["loadavg_1m"] = round(os.getloadavg()[0], 2)
-            second = await chat(sock, [single_handle], args.single_seconds, args.think_s, seed=3)
+            second = await chat(sock, single, args.single_seconds, args.think_s, seed=3)
             reference = first.pop("_context_ms") + second.pop("_context_ms")
             many_ctx = many.pop("_context_ms")
             single_p95 = percentile(reference, 95)
             many_p95 = percentile(many_ctx, 95)
-            out["chat"] = {"single_before": first, "many": many, "single_after": second,
+            out["chat"] = {"single_users": args.single_users, "single_before": first, "many": many, "single_after": second,
                            "single_context_p95_ms": round(single_p95, 1), "single_context_samples": len(reference),
                            "many_context_p95_ms": round(many_p95, 1), "many_context_samples": len(many_ctx),
                            "context_p95_ratio": round(many_p95 / single_p95, 3) if single_p95 else None}
@@ -472,6 +474,15 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
         out["daemon_log"] = {"path": str(log_path), "lines": len(lines), "error_lines": len(errors),
                              "first_errors": [e[:300] for e in errors[:3]],
                              "launch_shims": [line for line in lines if line.startswith("bench.launch:")]}
+
+
+def companion_beat_s(tree: Path) -> float:
+    """One companion's beat period in many mode, from the daemon tree's defaults (the bench's config sets neither)."""
+    probe = ("from engine.settings import Settings; s = Settings(); "
+             "print(getattr(s.daemon, 'beat_s', None) or s.heartbeat.interval_s)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tree,
+                          env={**os.environ, "PYTHONPATH": str(tree)}, timeout=60, check=True)
+    return float(done.stdout.strip())
 
 
 def verdicts(out: dict[str, Any]) -> dict[str, Any]:
@@ -509,7 +520,9 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=300.0)
     parser.add_argument("--settle-seconds", type=float, default=120.0,
                         help="after ready, before idle is measured (start-up consolidation jobs drain)")
-    parser.add_argument("--interval-s", type=float, default=15.0, help="the daemon's [heartbeat] interval_s")
+    parser.add_argument("--beat-s", "--interval-s", dest="interval_s", type=float, default=None,
+                        help="seconds between one companion's beats (default: the tree's [daemon] beat_s when it "
+                             "has one, else [heartbeat] interval_s): counts the beats due in a window")
     parser.add_argument("--lag-ms", type=float, default=50.0, help="[heartbeat] lag_warn_ms for this run")
     parser.add_argument("--lag-seconds", type=float, default=60.0,
                         help="after idle: a window where every beat logs its lag, for the distribution (0: skip)")
@@ -523,6 +536,9 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--chat-seconds", type=float, default=60.0, help="the many-users run")
     parser.add_argument("--single-seconds", type=float, default=60.0, help="each of the two single-user runs")
+    parser.add_argument("--single-users", type=int, default=1,
+                        help="users on the one companion of the reference runs (1: the single-companion figure; "
+                             "--users: the same load on one companion, isolating what many companions add)")
     parser.add_argument("--think-s", type=float, default=2.0)
     parser.add_argument("--ready-timeout", type=float, default=1200.0)
     parser.add_argument("--page-cache-kib", default="default,256,64",
@@ -531,10 +547,13 @@ def main() -> int:
     if args.companions < 1 or args.memories < 2 or args.users < 0:
         parser.error("--companions >= 1, --memories >= 2, --users >= 0")
     args.tree = args.tree.resolve()
+    if args.interval_s is None:
+        args.interval_s = companion_beat_s(args.tree)
 
     out: dict[str, Any] = {"companions": args.companions, "memories": args.memories, "users": args.users,
                            "idle_seconds": args.idle_seconds, "think_s": args.think_s, "cpus": os.cpu_count(),
                            "cache_budget_mb": args.cache_budget_mb, "tree": str(args.tree),
+                           "companion_beat_s": args.interval_s,
                            "what_if": {"daemon_cache_kib": args.daemon_cache_kib, "daemon_budget": args.daemon_budget}}
     cached, info = dataset(args.companions, args.memories, args.data_dir, args.templates)
     out["data"] = info
