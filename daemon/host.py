@@ -42,6 +42,7 @@ from daemon.worker import SharedWorker
 from engine.errors import AnimaError, ConfigError, LockedError
 from engine.settings import Settings
 
+RACY_S = 2.0  # a directory mtime this close to now may hide a change made in the same tick as our listing
 OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate each): 2 cores, some I/O
 DRAIN_TIMEOUT_S = 8.0
 
@@ -109,6 +110,7 @@ class Host:
         self.beats = 0
         self.api_server: Any = None
         self._next_watch = 0.0
+        self._dir_stamp: int | None = None  # the directory's mtime at the last settled watch scan
         self._next_ping = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._watching: asyncio.Future[None] | None = None
@@ -250,8 +252,21 @@ class Host:
             self.launch_due(mono)
 
     async def _watch_scan(self) -> None:
+        """The directory watch: a full scan only when the directory may have changed since the last one.
+
+        Adding, removing or renaming a file, or touching a .stop marker, changes the directory's own
+        mtime, so one stat says whether a listing (a stat of every companion file: 40-50 % of an idle
+        host's CPU at 1,000 companions) can find anything new. A stamp within RACY_S of now is not
+        trusted (a change in the same clock tick as the last listing leaves the same stamp), and
+        while any file is faulted every watch lists, since a fault is retried when its file changes.
+        """
         try:
+            stamp = os.stat(self.folder).st_mtime_ns
+            settled = time.time_ns() - stamp > RACY_S * 1e9
+            if stamp == self._dir_stamp and settled and not self._faults:
+                return
             await self.scan()
+            self._dir_stamp = stamp if settled else None
         except OSError as exc:  # the directory went away or is unreadable: keep serving what is open
             self.log.error("host.scan_failed", error=type(exc).__name__)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,35 @@ async def test_new_file_is_served_at_the_next_watch_and_a_removed_one_stopped(tm
         (tmp_path / "a1.db").unlink()
         await advance(host, clock, 5.5)
         assert host.handles() == ["b2"] and host.get("a1") is None
+    finally:
+        await host.shutdown()
+
+
+async def test_the_watch_lists_the_directory_only_when_its_mtime_says_it_changed(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import daemon.host as host_module
+    listings = []
+    real = host_module.list_directory
+    monkeypatch.setattr(host_module, "list_directory", lambda folder: listings.append(1) or real(folder))
+    make_companion(tmp_path, "a1")
+    clock = FakeClock(T0)
+    host = make_host(tmp_path, clock, watch_s=5.0)
+    await host.start()
+    try:
+        past = time.time() - 3600
+        os.utime(tmp_path, (past, past))  # a directory untouched for an hour
+        await advance(host, clock, 5.5)
+        first = len(listings)
+        assert first >= 1  # the first watch lists (nothing known yet) and remembers the stamp
+        await advance(host, clock, 20.0)
+        assert len(listings) == first  # four watches, no change: one stat each, no listing
+        make_companion(tmp_path, "b2")  # a new entry moves the directory's mtime
+        await advance(host, clock, 5.5)
+        assert host.handles() == ["a1", "b2"] and len(listings) > first
+        os.utime(tmp_path, (past, past))
+        (tmp_path / "a1.stop").touch()  # a marker is a new entry too
+        await advance(host, clock, 5.5)
+        assert host.handles() == ["b2"]
     finally:
         await host.shutdown()
 
