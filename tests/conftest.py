@@ -24,6 +24,20 @@ hypothesis_settings.load_profile("anima")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _logging_left_as_found() -> Iterator[None]:
+    """structlog's configuration is process-global: a test that configures it (an in-process CLI run, a
+    host reload) binds the stream pytest captured for that test, which is closed once the test ends, and a
+    later test logging through structlog's defaults then fails on a closed file. Put the defaults back."""
+    yield
+    import structlog
+
+    if structlog.is_configured():
+        structlog.reset_defaults()
+
+
 SHARED = REPO.parent / "shared"
 EVALDATA = SHARED / "evaldata"
 
