@@ -32,10 +32,10 @@ from daemon.components import COMPONENTS
 from daemon.config import live_reload, load_settings
 from daemon.db import AsyncStore
 from daemon.logs import configure_logging, get_logger
-from daemon.sdnotify import Notifier
+from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from engine.companion import create_companion
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
-from engine.errors import AnimaError, ConfigError, StorageFullError
+from engine.errors import AnimaError, StorageFullError
 from engine.settings import Settings
 from engine.store import connect, driver_name, migrate, oplog, transaction
 from engine.store.connect import quick_check, store_fault
@@ -161,7 +161,7 @@ class Daemon:
         self._event_cursor = 0
 
     async def run(self) -> int:
-        self._refuse_if_watchdog_too_tight()  # a permanent mismatch: exit 2 before touching anything
+        refuse_if_watchdog_too_tight(self.notifier, self.settings.heartbeat.interval_s)  # a permanent mismatch: exit 2 before touching anything
         self.lock.acquire()  # before migrating: a second daemon must not touch the file at all
         try:
             return await self._run_locked()
@@ -358,18 +358,6 @@ class Daemon:
         if needs_restart:
             self.log.warning("config.deferred", keys=needs_restart)
 
-    def _refuse_if_watchdog_too_tight(self) -> None:
-        """systemd kills us when no WATCHDOG=1 comes within WatchdogSec: two beats must fit in it."""
-        usec = self.notifier.watchdog_usec()
-        if usec is None:
-            return
-        watchdog_s = usec / 1_000_000
-        interval = self.settings.heartbeat.interval_s
-        if 2 * interval > watchdog_s:
-            raise ConfigError(
-                f"[heartbeat] interval_s = {interval:g} is too long for the systemd watchdog of {watchdog_s:g} s "
-                f"(WatchdogSec); it must be at most {watchdog_s / 2:g} s: lower interval_s or raise WatchdogSec"
-            )
 
     async def shutdown(self) -> None:
         self.notifier.notify("STOPPING=1", "STATUS=stopping")

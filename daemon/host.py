@@ -37,7 +37,7 @@ from daemon.logs import configure_logging, get_logger
 from daemon.memory_component import index_executor
 from daemon.priority import InteractiveGate
 from daemon.runtime import CompanionRuntime, Shared
-from daemon.sdnotify import Notifier
+from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from daemon.worker import SharedWorker
 from engine.errors import AnimaError, ConfigError, LockedError
 from engine.settings import Settings
@@ -159,7 +159,7 @@ class Host:
 
     async def run(self) -> int:
         """The foreground process: start, beat and watch until SIGTERM, then close every companion."""
-        self._refuse_if_watchdog_too_tight()
+        refuse_if_watchdog_too_tight(self.notifier, self.settings.heartbeat.interval_s)
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self._stop_soon)
         loop.add_signal_handler(signal.SIGINT, self._stop_soon)
@@ -470,17 +470,6 @@ class Host:
     def status_line(self) -> str:
         return f"{len(self.runtimes)} companions, {len(self._faults)} faulted, {self.beats} beats"
 
-    def _refuse_if_watchdog_too_tight(self) -> None:
-        usec = self.notifier.watchdog_usec()
-        if usec is None:
-            return
-        watchdog_s = usec / 1_000_000
-        interval = self.settings.heartbeat.interval_s
-        if 2 * interval > watchdog_s:
-            raise ConfigError(
-                f"[heartbeat] interval_s = {interval:g} is too long for the systemd watchdog of {watchdog_s:g} s "
-                f"(WatchdogSec); it must be at most {watchdog_s / 2:g} s: lower interval_s or raise WatchdogSec"
-            )
 
 
 def _bound(log: Any, handle: str) -> Any:

@@ -10,6 +10,8 @@ import contextlib
 import os
 import socket
 
+from engine.errors import ConfigError
+
 
 class Notifier:
     def __init__(self, address: str | None = None):
@@ -51,3 +53,19 @@ class Notifier:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+def refuse_if_watchdog_too_tight(notifier: Notifier, interval_s: float) -> None:
+    """systemd kills us when no WATCHDOG=1 comes within WatchdogSec: two beats of `interval_s` must fit in it.
+
+    A permanent mismatch, so it is refused at start (ConfigError, exit 2) before anything is touched.
+    """
+    usec = notifier.watchdog_usec()
+    if usec is None:
+        return
+    watchdog_s = usec / 1_000_000
+    if 2 * interval_s > watchdog_s:
+        raise ConfigError(
+            f"[heartbeat] interval_s = {interval_s:g} is too long for the systemd watchdog of {watchdog_s:g} s "
+            f"(WatchdogSec); it must be at most {watchdog_s / 2:g} s: lower interval_s or raise WatchdogSec"
+        )
