@@ -31,14 +31,15 @@ CLOSE_TIMEOUT_S = 5.0
 
 
 class AsyncStore:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, cache_kib: int | None = None):
         self.path = path
+        self.cache_kib = cache_kib  # the connection's page cache (engine.store.connect); None = SQLite's default
         self._aconn: aiosqlite.Connection | None = None
         self.fault: str | None = None  # why writes fail right now (disk full), None when they work
 
     async def open(self) -> AsyncStore:
         self._aconn = aiosqlite.Connection(
-            lambda: connect(self.path, check_same_thread=False), iter_chunk_size=64
+            lambda: connect(self.path, check_same_thread=False, cache_kib=self.cache_kib), iter_chunk_size=64
         )
         await self._aconn
         return self

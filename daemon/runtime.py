@@ -215,7 +215,6 @@ def _checkpoint(conn: Any, wal_path: str, due: bool) -> tuple[int, int, int] | N
 
 def _tune_connection(conn: Any) -> None:
     hand_over_checkpoints(conn)  # her checkpoints run at her beat (see _checkpoint), never inside a request
-    conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
 
 
 def _record_stop(conn: Any, now: float, wall: float) -> None:
@@ -274,7 +273,7 @@ class CompanionRuntime:
         now, mono = self.clock.now(), self.clock.monotonic()
         recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log)
         self.schema = int(recovered["schema"])
-        store = await AsyncStore(self.db_path).open()
+        store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB).open()
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, started_at=now, last_beat_at=now)
         self.ctx = ctx
