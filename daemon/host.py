@@ -45,6 +45,10 @@ from engine.settings import Settings
 RACY_S = 2.0  # a directory mtime this close to now may hide a change made in the same tick as our listing
 OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate each): 2 cores, some I/O
 DRAIN_TIMEOUT_S = 8.0
+# Beats run one at a time, back to back (launch_due says why); one that takes longer than STALL_S (a warm
+# beat takes ~1 ms: this one waits behind a long call on her connection) lets the next start meanwhile.
+BEATS_AT_ONCE = 1
+STALL_S = 0.05
 
 
 def apply_cache_budget(settings: Settings) -> None:
@@ -105,6 +109,8 @@ class Host:
         self.stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._beats: set[asyncio.Future[Any]] = set()
+        self._waiting: deque[tuple[str, float]] = deque()  # due beats not started yet (one at a time, in order)
+        self._running = 0  # beats started and neither done nor stalled
         self._scan_lock = asyncio.Lock()
         self.lags_ms: deque[float] = deque(maxlen=100_000)  # recent beat lags, for benches and doctor
         self.beats = 0
@@ -271,9 +277,21 @@ class Host:
             self.log.error("host.scan_failed", error=type(exc).__name__)
 
     def launch_due(self, mono: float) -> int:
-        """Start the beat of every companion due by `mono`; one still beating skips this one (coalesces)."""
-        launched = 0
-        for handle, due in self.schedule.pop_due(mono):
+        """Queue the beat of every companion due by `mono` and start them one after another; returns how many.
+
+        One at a time, back to back: started together, a second's group of beats contends for the one
+        interpreter lock on as many threads and costs more than run in turn (measured: bench/many.py's
+        note); in turn each finds the CPU awake. A beat not done within STALL_S (stuck behind a long
+        call on her own connection) stops holding up the next: it finishes on her thread meanwhile.
+        """
+        due = self.schedule.pop_due(mono)
+        self._waiting.extend(due)
+        self._launch_more()
+        return len(due)
+
+    def _launch_more(self) -> None:
+        while self._waiting and self._running < BEATS_AT_ONCE:
+            handle, due = self._waiting.popleft()
             runtime = self.runtimes.get(handle)
             if runtime is None or runtime.ctx is None:
                 continue
@@ -285,13 +303,21 @@ class Host:
             except Exception as exc:  # her connection is gone (closing): the others beat on
                 runtime.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
                 continue
+            self._running += 1
+            slot = [True]  # holds one of the BEATS_AT_ONCE until done or stalled, whichever comes first
             self._beats.add(future)
-            future.add_done_callback(functools.partial(self._beat_done, runtime))
-            launched += 1
-        return launched
+            future.add_done_callback(functools.partial(self._beat_done, runtime, slot))
+            asyncio.get_running_loop().call_later(STALL_S, self._free_slot, slot)
 
-    def _beat_done(self, runtime: CompanionRuntime, done: asyncio.Future[Any]) -> None:
+    def _free_slot(self, slot: list[bool]) -> None:
+        if slot[0]:
+            slot[0] = False
+            self._running -= 1
+            self._launch_more()
+
+    def _beat_done(self, runtime: CompanionRuntime, slot: list[bool], done: asyncio.Future[Any]) -> None:
         self._beats.discard(done)
+        self._free_slot(slot)
         if done.cancelled() or done.exception() is not None:
             return  # logged by the runtime
         lag_ms = runtime.last_lag_ms
@@ -302,9 +328,14 @@ class Host:
 
     async def beats_done(self) -> None:
         """Wait for every beat started so far (tests, shutdown)."""
-        while self._beats:
-            await asyncio.gather(*list(self._beats), return_exceptions=True)
-            await asyncio.sleep(0)  # their done-callbacks run on the next loop turn
+        while self._beats or self._waiting:
+            if self._beats:
+                await asyncio.gather(*list(self._beats), return_exceptions=True)
+            await asyncio.sleep(0)  # their done-callbacks run on the next loop turn (and start the waiting)
+            if self._waiting and not self._beats:
+                self._launch_more()  # all waiting ones were skipped or their runtimes are gone
+                if not self._beats:
+                    self._waiting.clear()
 
     # -- scans ---------------------------------------------------------------------------------------
     async def scan(self, retry_faults: bool = False) -> dict[str, list[str]]:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -275,8 +276,21 @@ async def test_a_newer_schema_file_is_faulted(tmp_path: Path) -> None:
 def test_phases_spread_evenly_and_a_newcomer_takes_the_widest_gap() -> None:
     assert spread_phases(4, 12.0) == [0.0, 3.0, 6.0, 9.0]
     assert gap_phase([0.0, 3.0, 6.0], 12.0) == 9.0
-    assert gap_phase([0.0, 1.0], 12.0) == 6.5
+    assert gap_phase([0.0, 1.0], 12.0) == 7.0  # the middle of the empty seconds 2..11
     assert gap_phase([], 12.0) == 0.0
+
+
+def test_a_thousand_companions_beat_in_groups_one_a_second_and_newcomers_fill_the_emptiest() -> None:
+    phases = spread_phases(1000, 60.0)
+    groups = Counter(phases)
+    assert sorted(groups) == [float(s) for s in range(60)]  # every second of the minute, on the second
+    assert min(groups.values()) == 16 and max(groups.values()) == 17
+    assert set(Counter(spread_phases(3, 0.5))) == {0.0}  # an interval under a second: one group
+    phases = spread_phases(120, 60.0)
+    for _ in range(70):
+        phases.append(gap_phase(phases, 60.0))
+    sizes = Counter(phases).values()
+    assert max(sizes) - min(sizes) == 1 and sum(sizes) == 190  # 190 over 60 seconds: 3 or 4 each, never a pile
 
 
 def test_the_schedule_beats_each_companion_once_per_interval_on_its_phase() -> None:

@@ -28,6 +28,7 @@ from engine.life.machine import (
     fresh_state,
 )
 from engine.life.state import SLOW_PARTS, energy_params_by_hour
+from engine.recent import RecentMap
 from engine.store import life as store
 from engine.store.core import get_companion
 
@@ -46,18 +47,22 @@ def seed_key(conn: Any) -> str:
 # re-encoding and re-parsing what did not change: the JSON of each slow part by identity (the state is
 # immutable, so an unchanged part is the same object), and the parsed state of the text this process last
 # wrote (same text, same state, whatever the database).
-# Each cache is one tuple swapped whole, so a reader on another thread never sees half of an update.
-# Per slow part: (the part, kept alive so its id stays unique; its JSON).
-_slow_cache: tuple[tuple[Any, str], ...] = tuple((object(), "") for _ in SLOW_PARTS)
-_read_cache: tuple[str | None, LifeState | None] = (None, None)  # (text, state)
+# Both are kept per connection (one per companion: a host serves a thousand, their beats interleave), by its
+# id: an id reused by a later connection is harmless, because every hit is checked (the part by identity,
+# the text by equality). Each entry is one tuple swapped whole, so a reader on another thread never sees
+# half of an update.
+STATES_KEPT = 4096
+_NO_SLOW: tuple[tuple[Any, str], ...] = tuple((object(), "") for _ in SLOW_PARTS)
+_slow_cache: RecentMap[int, tuple[tuple[Any, str], ...]] = RecentMap(STATES_KEPT)  # per part: (part, its JSON)
+_read_cache: RecentMap[int, tuple[str, LifeState]] = RecentMap(STATES_KEPT)  # (text, state)
 
 
 def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
     """Her saved day state, or a fresh one (True) when there is none or it is from an older version."""
     text = store.get_inner_state_text(conn)
-    cached_text, cached_state = _read_cache
-    if text is not None and text == cached_text and cached_state is not None:
-        return cached_state, False
+    hit = _read_cache.get(id(conn))
+    if text is not None and hit is not None and text == hit[0]:
+        return hit[1], False
     raw = None if text is None else json.loads(text)
     if raw is not None and raw.get("version") == STATE_VERSION:
         return LifeState.from_dict(raw), False
@@ -70,20 +75,20 @@ def load_day(conn: Any, ctx: LifeContext, now: float) -> tuple[LifeState, bool]:
 
 def save(conn: Any, state: LifeState, now: float) -> None:
     """Write her day state as one JSON row (sorted keys, so a replay writes the same bytes)."""
-    global _slow_cache, _read_cache
-    cached = _slow_cache
+    key = id(conn)
+    cached = _slow_cache.get(key) or _NO_SLOW
     slow = []
     for name, hit in zip(SLOW_PARTS, cached, strict=True):
         part = getattr(state, name)
         slow.append(hit if hit[0] is part else (part, _dumps(state.part_dict(name))))
     if any(new is not old for new, old in zip(slow, cached, strict=True)):
-        _slow_cache = tuple(slow)
+        _slow_cache.put(key, tuple(slow))
     fast = _dumps(state.fast_dict())
     # Each half is what json.dumps(sort_keys=True) writes for its keys (the fast keys sorted, then the slow
     # ones, "key": value joined by ", "): the text is the one the two-object merge always wrote.
     text = fast[:-1] + ", " + ", ".join(f'"{name}": {js}' for name, (_, js) in zip(SLOW_PARTS, slow, strict=True)) + "}"
     store.put_inner_state_text(conn, text, now)
-    _read_cache = (text, state)
+    _read_cache.put(key, (text, state))
 
 
 def _dumps(value: Any) -> str:

@@ -21,6 +21,7 @@ from engine.life.place import City, city
 from engine.life.week import Role, role
 from engine.life.world import WorldDay, world_day
 from engine.persona import Persona
+from engine.recent import RecentMap
 from engine.settings import Settings
 
 STATE_VERSION = 2
@@ -163,22 +164,25 @@ Effect = EndActivity | CloseSuspended | LifeEvent | MoodPush | StartActivity
 # --- parameters ----------------------------------------------------------------------------------
 
 
-# The last contexts built (with and without the forecast), by the identity of their frozen settings and persona:
-# every heartbeat asks for the context of the same two objects, and building one (mood parameters, role,
-# city) is a fixed cost per beat. One tuple swapped whole, so a reader on another thread never sees half of it.
-_last_context: tuple[Settings | None, Persona | None, dict[bool, LifeContext]] = (None, None, {})
+# The contexts built (with and without the forecast), by the identity of their frozen settings and persona:
+# every heartbeat of a companion asks for the context of the same two objects, and building one (mood
+# parameters, role, city) is a fixed cost per beat. One entry per (settings, persona) pair, so a host
+# serving a thousand companions keeps each one's; an entry holds both objects, so their ids stay theirs.
+CONTEXTS_KEPT = 4096
+_contexts: RecentMap[tuple[int, int], tuple[Settings, Persona | None, dict[bool, LifeContext]]] = RecentMap(CONTEXTS_KEPT)
 
 
 def context(settings: Settings, persona: Persona | None, *, forecast_next: bool = True) -> LifeContext:
-    global _last_context
-    last_settings, last_persona, built = _last_context
-    if last_settings is settings and last_persona is persona and forecast_next in built:
-        return built[forecast_next]
+    key = (id(settings), id(persona))
+    hit = _contexts.get(key)
+    same = hit is not None and hit[0] is settings and hit[1] is persona
+    if same and hit is not None and forecast_next in hit[2]:
+        return hit[2][forecast_next]
     p = persona or Persona(loss_aversion=settings.mood.loss_aversion)
     ctx = LifeContext(settings=settings, persona=persona or Persona(), mp=mood_params(settings, p),
                       role=role(settings.life.role), city=city(settings.life.city), forecast_next=forecast_next)
-    same = last_settings is settings and last_persona is persona
-    _last_context = (settings, persona, {**(built if same else {}), forecast_next: ctx})
+    built = hit[2] if same and hit is not None else {}
+    _contexts.put(key, (settings, persona, {**built, forecast_next: ctx}))  # a new dict: readers see whole ones
     return ctx
 
 

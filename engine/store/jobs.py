@@ -31,6 +31,11 @@ def insert(conn: Any, kind: str, payload_json: str, max_attempts: int, run_after
     return int(cursor.lastrowid)
 
 
+def any_ready(conn: Any, now: float) -> bool:
+    """Whether a job of any kind is queued and due by `now` (one index probe)."""
+    return bool(conn.execute(q("any_ready_job"), {"now": now}).fetchone()[0])
+
+
 def claim(conn: Any, owner: str, now: float, lease_s: float, kinds: Sequence[str] | None,
           job_id: int | None) -> Any:
     """Lease the oldest ready job (of `kinds`, or the one `job_id`) in one statement; its row, or None."""

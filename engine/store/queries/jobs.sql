@@ -10,6 +10,10 @@ VALUES (:kind, :payload_json, 'queued', 0, :max_attempts, :run_after, :now, :now
 -- The oldest unfinished (queued or running) job of a kind, which a unique enqueue reuses.
 SELECT * FROM job WHERE kind = :kind AND status IN ('queued', 'running') ORDER BY id LIMIT 1
 
+-- name: any_ready_job
+-- Whether any job is queued and past its run_after (the index job_ready answers it): most claims find none.
+SELECT EXISTS (SELECT 1 FROM job WHERE status = 'queued' AND run_after <= :now)
+
 -- name: claim_job
 -- One statement picks and leases the oldest ready job: no window between "find" and "take".
 UPDATE job SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
