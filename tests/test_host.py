@@ -94,6 +94,24 @@ async def test_scan_serves_every_valid_file_and_ignores_the_rest(tmp_path: Path)
         await host.shutdown()
 
 
+async def test_a_stop_during_the_start_scan_opens_no_more_files_and_shutdown_closes_every_open_one(
+        tmp_path: Path) -> None:
+    for i in range(3):
+        make_companion(tmp_path, f"c{i}")
+    host = make_host(tmp_path, FakeClock(T0))
+    await host.start()
+    make_companion(tmp_path, "late")
+    host.stopping.set()  # SIGTERM while a scan is under way
+    changed = await host.scan()
+    assert changed["opened"] == [] and not is_locked(tmp_path / "late.db")
+    await host.shutdown()
+    assert host.handles() == [] and not any(is_locked(tmp_path / f"c{i}.db") for i in range(3))
+    for i in range(3):  # each one's stop recorded (a clean stop), not cut short
+        conn = connect(tmp_path / f"c{i}.db", readonly=True)
+        assert daemon_state(conn)["stopped_at"] is not None
+        conn.close()
+
+
 async def test_new_file_is_served_at_the_next_watch_and_a_removed_one_stopped(tmp_path: Path) -> None:
     make_companion(tmp_path, "a1")
     clock = FakeClock(T0)
