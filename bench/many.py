@@ -19,7 +19,9 @@
    one user on one companion (the single-companion reference; --single-users N puts N users on it, the
    same load as the many run on one file), then --users users on as many other companions, then the
    reference again (the reference is both single runs together: drift of a shared
-   machine shows as their difference). Context p95 of the many run against the reference.
+   machine shows as their difference). Context p95 of the many run against the reference. The chatting
+   companions' `consolidation` switch is off for the three runs (--chat-consolidation keeps it): one
+   run's turns would otherwise queue consolidations that run during the next and bias it.
 Verdicts: idle CPU <= 2 %, lag p99 <= 50 ms, RSS <= 600 MB, context p95 within 10 % of single.
 
 Usage: python bench/many.py [--companions 1000] [--memories 1000] [--idle-seconds 300] [--users 50]
@@ -172,6 +174,16 @@ async def get_json(sock: str, path: str) -> tuple[int, Any]:
             return r.status, await r.json(content_type=None)
         except (ValueError, aiohttp.ContentTypeError):
             return r.status, None
+
+
+async def set_consolidation(sock: str, handles: list[str], on: bool) -> int:
+    """Her `consolidation` switch on each handle (PUT .../control/consolidation); how many answered 200."""
+    ok = 0
+    async with session(sock) as s:
+        for handle in handles:
+            async with s.put(f"http://anima/v1/companions/{handle}/control/consolidation", json={"value": on}) as r:
+                ok += r.status == 200
+    return ok
 
 
 async def wait_ready(sock: str, daemon: subprocess.Popen[bytes], want: int, timeout: float) -> dict[str, Any]:
@@ -440,13 +452,25 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
         if args.users > 0 and len(served) > args.users:
             single_handle, many_handles = served[0], served[1 : 1 + args.users]
             single = [single_handle] * args.single_users
-            first = await chat(sock, single, args.single_seconds, args.think_s, seed=1)
-            many_c0, many_t0 = proc.cpu_s(), time.monotonic()
-            many = await chat(sock, many_handles, args.chat_seconds, args.think_s, seed=2)
-            many["daemon_cpu_percent"] = round(100 * (proc.cpu_s() - many_c0) / (time.monotonic() - many_t0), 1)
-            many["daemon_rss_mb_end"] = proc.status_mb("VmRSS")
-            many["loadavg_1m"] = round(os.getloadavg()[0], 2)
-            second = await chat(sock, single, args.single_seconds, args.think_s, seed=3)
+            if not args.chat_consolidation:
+                # The turns of one phase would queue consolidations (a backlog past 50 episodes, or her
+                # sleep) that run in the next one: the many run would pay for the first reference run's
+                # turns and the second for the many run's. Off on every chatting companion, for all three.
+                out["chat_consolidation_off"] = await set_consolidation(sock, [single_handle, *many_handles], False)
+            async def metered(handles: list[str], seconds: float, seed: int) -> dict[str, Any]:
+                """One chat run with the daemon's CPU over it, and its CPU per context served."""
+                c0, t0 = proc.cpu_s(), time.monotonic()
+                result = await chat(sock, handles, seconds, args.think_s, seed=seed)
+                cpu_s = proc.cpu_s() - c0
+                result["daemon_cpu_percent"] = round(100 * cpu_s / (time.monotonic() - t0), 1)
+                result["daemon_cpu_ms_per_exchange"] = round(1000 * cpu_s / max(1, result["context"]["count"]), 1)
+                result["daemon_rss_mb_end"] = proc.status_mb("VmRSS")
+                result["loadavg_1m"] = round(os.getloadavg()[0], 2)
+                return result
+
+            first = await metered(single, args.single_seconds, seed=1)
+            many = await metered(many_handles, args.chat_seconds, seed=2)
+            second = await metered(single, args.single_seconds, seed=3)
             reference = first.pop("_context_ms") + second.pop("_context_ms")
             many_ctx = many.pop("_context_ms")
             single_p95 = percentile(reference, 95)
@@ -540,6 +564,9 @@ def main() -> int:
                         help="users on the one companion of the reference runs (1: the single-companion figure; "
                              "--users: the same load on one companion, isolating what many companions add)")
     parser.add_argument("--think-s", type=float, default=2.0)
+    parser.add_argument("--chat-consolidation", action="store_true",
+                        help="leave consolidation on for the chatting companions (default: off, so one phase's "
+                             "backlog does not run in the next and bias the comparison)")
     parser.add_argument("--ready-timeout", type=float, default=1200.0)
     parser.add_argument("--page-cache-kib", default="default,256,64",
                         help="cache_kib values to measure RSS of N connections with ('' to skip)")
