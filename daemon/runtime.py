@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,6 +250,9 @@ class CompanionRuntime:
         self.indexer: VectorIndexer | None = None
         self.event_cursor = 0
         self.beats = 0
+        # Where her jobs and checkpoint beats fall in the cycle: companions opened together would otherwise
+        # all run them in the same minute (a thousand jobs steps at once every 4th, checkpoints every 8th).
+        self._cycle_offset = zlib.crc32(handle.encode()) % (JOBS_EVERY_BEATS * CHECKPOINT_EVERY_BEATS)
         self.clock_steps = 0
         self.beating = False
         self.last_lag_ms = 0.0
@@ -339,10 +343,11 @@ class CompanionRuntime:
         indexer = self.indexer
         beat = BeatInput(now=now, wall=time.time(), lag_ms=lag_ms, event_cursor=self.event_cursor,
                          indexed_upto=indexer.drain.indexed_upto if indexer else 0,
-                         jobs=self.beats % JOBS_EVERY_BEATS == 0, claim_owner=owner,
+                         jobs=self.beats == 0 or (self.beats + self._cycle_offset) % JOBS_EVERY_BEATS == 0,
+                         claim_owner=owner,
                          lease_s=js.lease_s, backoff_s=tuple(js.backoff_s), db_path=str(self.db_path),
                          api_step=self.shared.api.step if self.shared.api is not None else None,
-                         checkpoint=self.beats % CHECKPOINT_EVERY_BEATS == CHECKPOINT_EVERY_BEATS - 1,
+                         checkpoint=(self.beats + self._cycle_offset) % CHECKPOINT_EVERY_BEATS == CHECKPOINT_EVERY_BEATS - 1,
                          clock_step=(round(step, 3), round(elapsed, 3)) if step is not None else None)
         try:
             future = ctx.store.submit(beat_batch, self.settings, self.persona, ctx.companion is not None, beat)
