@@ -2,8 +2,8 @@
 
 Each `DIR/<handle>.db` (handle per daemon/registry.HANDLE_PATTERN) is one companion with single-file
 mode's per-file rules (lock, migrate, gap event, quick_check; daemon/runtime.py). What is shared: one
-event loop, one heartbeat schedule (beats spread evenly over the interval by phase, so a thousand
-companions never beat in one burst), one embedding model, one indexing thread, bounded job slots, one
+event loop, one heartbeat schedule (beats in groups, one a second, spread evenly over the interval:
+daemon/beat_schedule.py; a group's beats run one after another), one embedding model, one indexing thread, bounded job slots, one
 interactive gate and ONE API server for all of them (the host is the CompanionRegistry it serves).
 
 Which files are served is decided by scans: at start, on SIGHUP, and every `[daemon] watch_s` by a
