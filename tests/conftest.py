@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -24,6 +25,43 @@ hypothesis_settings.load_profile("anima")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
+SMALL_DISK_BYTES = 6 * 1024 * 1024  # the small_disk fixture's tmpfs
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A small tmpfs mounted for the test, for disk-full tests (root only; skipped with the reason otherwise)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SMALL_DISK_BYTES},mode=0755", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({made.stderr.strip() or 'not root'}); disk full needs one")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill_disk(folder: Path, name: str = "filler") -> Path:
+    """Write until ENOSPC: the filesystem is then full to the last block."""
+    path = folder / name
+    with open(path, "ab", buffering=0) as handle:
+        for block in (65536, 4096, 512):
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"\0" * block)
+    return path
+
+
+def unit_directives(unit: str) -> dict[str, list[str]]:
+    """Each `Key=value` of systemd/<unit> (comments skipped), every value of a repeated key in order."""
+    out: dict[str, list[str]] = {}
+    for line in (REPO / "systemd" / unit).read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            out.setdefault(key.strip(), []).append(value.strip())
+    return out
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ from daemon.replication import (
     replicas_of_config,
 )
 from engine.errors import InputError
+from tests.conftest import unit_directives
 
 
 def test_replica_urls_are_parsed_and_bad_ones_refused() -> None:
@@ -155,19 +156,8 @@ def test_cli_restore_needs_exactly_one_source(tmp_path: Path, capsys: pytest.Cap
     assert capsys.readouterr().err.count("anima: ") == 4 and not target.exists()
 
 
-def _unit_directives(unit: str) -> dict[str, list[str]]:
-    from tests.conftest import REPO
-
-    out: dict[str, list[str]] = {}
-    for line in (REPO / "systemd" / unit).read_text().splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            key, _, value = line.partition("=")
-            out.setdefault(key.strip(), []).append(value.strip())
-    return out
-
-
 def test_litestream_unit_runs_as_animas_user_on_her_state_directory() -> None:
-    main_unit, unit = _unit_directives("anima.service"), _unit_directives("anima-litestream.service")
+    main_unit, unit = unit_directives("anima.service"), unit_directives("anima-litestream.service")
     # A dynamic user is shared by name: anima.service's is named after the unit, so User=anima is hers.
     assert unit["DynamicUser"] == ["yes"] == main_unit["DynamicUser"] and unit["User"] == ["anima"]
     assert "User" not in main_unit and unit["StateDirectory"] == main_unit["StateDirectory"]

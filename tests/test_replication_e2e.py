@@ -35,7 +35,7 @@ from daemon.replication import (
 )
 from engine.companion import create_companion
 from engine.errors import ConfigError
-from engine.snapshot import file_sha256, table_digests
+from engine.snapshot import file_sha256, inspect
 from engine.store import connect
 from engine.store.core import get_companion, log_event, set_companion_handle
 from engine.store.lock import DaemonLock
@@ -73,11 +73,7 @@ def write_events(db: Path, n: int, start: int = 0) -> None:
 
 
 def digests(db: Path) -> dict[str, Any]:
-    conn = connect(db, readonly=True)
-    try:
-        return table_digests(conn)
-    finally:
-        conn.close()
+    return inspect(db)["tables"]  # engine/snapshot: what restore verifies against
 
 
 def count(db: Path, sql: str) -> Any:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import AnimaError, ConfigError
-from tests.conftest import REPO
+from tests.conftest import REPO, unit_directives
 
 ANALYZE = shutil.which("systemd-analyze")
 needs_analyze = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
@@ -57,18 +57,9 @@ def test_units_are_notify_with_watchdog_and_state_directory() -> None:
     assert "--db /var/lib/anima/%i/anima.db" in instance
 
 
-def _directives(unit: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for line in (REPO / "systemd" / unit).read_text().splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            key, _, value = line.partition("=")
-            out.setdefault(key.strip(), []).append(value.strip())
-    return out
-
-
 @pytest.mark.parametrize("unit", ["anima.service", "anima@.service"])
 def test_units_do_not_loop_on_config_errors_and_allow_what_the_daemon_uses(unit: str) -> None:
-    d = _directives(unit)
+    d = unit_directives(unit)
     assert d["RestartPreventExitStatus"] == ["2"]  # exit 2 = config/usage: a restart cannot fix it
     assert ConfigError.exit_code == 2 and AnimaError.exit_code == 1  # ...while a runtime failure is restarted
     assert all("OMP_NUM_THREADS" not in v for v in d.get("Environment", []))  # queries use all cores
@@ -81,7 +72,7 @@ def test_units_do_not_loop_on_config_errors_and_allow_what_the_daemon_uses(unit:
 
 
 def test_instances_have_their_own_runtime_and_state_directories() -> None:
-    d = _directives("anima@.service")
+    d = unit_directives("anima@.service")
     assert d["RuntimeDirectory"] == ["anima/%i"] and d["StateDirectory"] == ["anima/%i"]
     assert "%i" in d["ExecStart"][0]
 

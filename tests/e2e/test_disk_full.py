@@ -8,44 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engine.store import connect
 from tests.api_support import SocketClient
-from tests.conftest import run_anima, write_config
+from tests.conftest import SMALL_DISK_BYTES, fill_disk, run_anima, write_config
 
 pytestmark = pytest.mark.e2e
-TMPFS_BYTES = 6 * 1024 * 1024
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES},mode=0755", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({made.stderr.strip() or 'not root'}); disk full needs one")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
-
-
-def fill(folder: Path, name: str = "filler") -> Path:
-    """Write until ENOSPC: the filesystem is then full to the last block."""
-    path = folder / name
-    with open(path, "ab", buffering=0) as handle:
-        for block in (65536, 4096):
-            with contextlib.suppress(OSError):
-                while True:
-                    handle.write(b"\0" * block)
-    return path
 
 
 def turn(n: int) -> dict[str, object]:
@@ -84,7 +56,7 @@ def _daemon_on_full_disk(tmp_path: Path, disk: Path, start_daemon) -> tuple[Path
     sock = str(tmp_path / "a.sock")
     config = write_config(tmp_path / "config.toml", extra=f"[api]\nsocket_path = \"{sock}\"\n")
     daemon = start_daemon(db, config=config)
-    fill(disk)
+    fill_disk(disk)
     accepted, statuses, refusal, health = asyncio.run(_until_full(sock))
     assert statuses[-1] == 503 and 500 not in statuses
     assert refusal["error"]["code"] == "storage_full" and "full" in refusal["error"]["message"]
@@ -114,7 +86,7 @@ def test_a_full_disk_refuses_writes_with_503_and_a_stop_still_completes(tmp_path
     # Honest gaps: the next start reads clean_stop from stopped_at; it is set only if the stop got on file.
     assert (_stopped_at(db) is None) is ("event=daemon.stop_unrecorded" in log)
 
-    fill(small_disk, "filler2")  # whatever the stop freed is taken again
+    fill_disk(small_disk, "filler2")  # whatever the stop freed is taken again
     before = _stopped_at(db)
     again = run_anima("--config", str(config), "--db", str(db), "run", timeout=60)
     assert again.code == 1 and again.err.startswith("anima: ") and again.err.count("\n") == 1, again.err
@@ -130,7 +102,7 @@ def test_freed_space_is_taken_up_again_without_a_restart(tmp_path: Path, small_d
     _, health = asyncio.run(_call(sock, "GET", "/v1/health"))
     assert health["db_ok"] is True and "db_error" not in health
     wal = Path(f"{db}-wal")
-    assert wal.stat().st_size < TMPFS_BYTES // 4  # the WAL's growth was given back, not left to refill the disk
+    assert wal.stat().st_size < SMALL_DISK_BYTES // 4  # the WAL's growth was given back, not left to refill the disk
     assert daemon.stop(timeout=30) == 0  # its indexer may be embedding the backlog: drain is bounded at 8 s
     conn = connect(db, readonly=True)
     try:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from engine.snapshot import manifest_path, table_digests
+from engine.snapshot import inspect, manifest_path
 from engine.store import connect
 from engine.store.life import add_life_event
 from tests.api_support import SocketClient
@@ -29,11 +29,7 @@ CST = timezone(timedelta(hours=8))
 
 
 def digests(db: Path) -> dict[str, Any]:
-    conn = connect(db, readonly=True)
-    try:
-        return table_digests(conn)
-    finally:
-        conn.close()
+    return inspect(db)["tables"]  # engine/snapshot: what restore verifies against
 
 
 def iso() -> str:
