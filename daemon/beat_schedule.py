@@ -12,6 +12,7 @@ orders the next beats so finding the due ones costs nothing per companion.
 from __future__ import annotations
 
 import heapq
+from itertools import groupby
 
 GROUP_S = 1.0  # beats due within one second of each other run together (a grid step, never above the interval)
 
@@ -37,19 +38,13 @@ def gap_phase(phases: list[float], interval_s: float) -> float:
     for p in phases:
         counts[int((p % interval_s) / step + 1e-9) % slots] += 1
     least = min(counts)
-    best_start, best_len = 0, 0
-    start = next(i for i in range(slots) if counts[i] != least) if least != max(counts) else 0
-    i, seen = start, 0
-    while seen < slots:  # runs of least-crowded slots, going round once from a crowded one
-        if counts[i % slots] == least:
-            run_start, run_len = i, 0
-            while run_len < slots and counts[(run_start + run_len) % slots] == least:
-                run_len += 1
-            if run_len > best_len:
-                best_start, best_len = run_start, run_len
-            i, seen = i + run_len, seen + run_len
-        else:
-            i, seen = i + 1, seen + 1
+    start = next((i for i, c in enumerate(counts) if c != least), 0)  # go round once from a crowded slot
+    best_start, best_len, pos = 0, 0, start
+    for is_least, run in groupby(counts[start:] + counts[:start], key=lambda c: c == least):
+        length = len(list(run))
+        if is_least and length > best_len:
+            best_start, best_len = pos, length
+        pos += length
     return ((best_start + best_len // 2) % slots) * step
 
 

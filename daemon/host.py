@@ -331,14 +331,9 @@ class Host:
 
     async def beats_done(self) -> None:
         """Wait for every beat started so far (tests, shutdown)."""
-        while self._beats or self._waiting:
-            if self._beats:
-                await asyncio.gather(*list(self._beats), return_exceptions=True)
-            await asyncio.sleep(0)  # their done-callbacks run on the next loop turn (and start the waiting)
-            if self._waiting and not self._beats:
-                self._launch_more()  # all waiting ones were skipped or their runtimes are gone
-                if not self._beats:
-                    self._waiting.clear()
+        while self._beats:  # a waiting beat is started by the done-callback of the one before it
+            await asyncio.gather(*list(self._beats), return_exceptions=True)
+            await asyncio.sleep(0)  # their done-callbacks run on the next loop turn
 
     # -- scans ---------------------------------------------------------------------------------------
     async def scan(self, retry_faults: bool = False) -> dict[str, list[str]]:
