@@ -3,7 +3,7 @@
 Each `DIR/<handle>.db` (handle per daemon/registry.HANDLE_PATTERN) is one companion with single-file
 mode's per-file rules (lock, migrate, gap event, quick_check; daemon/runtime.py). What is shared: one
 event loop, one heartbeat schedule (beats in groups, one a second, spread evenly over the interval:
-daemon/beat_schedule.py; a group's beats run one after another), one embedding model, one indexing thread, bounded job slots, one
+daemon/beat_schedule.py; a group's beats run back to back on one thread, daemon/beat_lane.py), one embedding model, one indexing thread, bounded job slots, one
 interactive gate and ONE API server for all of them (the host is the CompanionRegistry it serves).
 
 Which files are served is decided by scans: at start, on SIGHUP, and every `[daemon] watch_s` by a
@@ -23,16 +23,17 @@ import functools
 import os
 import signal
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from daemon.beat_lane import BeatLane, LaneBeat
 from daemon.beat_schedule import BeatSchedule, spread_phases
 from daemon.clock import Clock
 from daemon.companions_dir import list_directory
 from daemon.component import DaemonContext
 from daemon.config import live_reload, load_settings
+from daemon.lag_stats import LagStats
 from daemon.logs import configure_logging, get_logger
 from daemon.memory_component import index_executor
 from daemon.priority import InteractiveGate
@@ -48,10 +49,6 @@ OPEN_CONCURRENCY = 4  # files opened at once at start (quick_check + migrate eac
 # interpreter lock until some missed their 3 s stop-record bound and stopped unrecorded.
 CLOSE_CONCURRENCY = 8
 DRAIN_TIMEOUT_S = 8.0
-# Beats run one at a time, back to back (launch_due says why); one that takes longer than STALL_S (a warm
-# beat takes ~1 ms: this one waits behind a long call on her connection) lets the next start meanwhile.
-BEATS_AT_ONCE = 1
-STALL_S = 0.05
 
 
 def apply_cache_budget(settings: Settings) -> None:
@@ -112,10 +109,9 @@ class Host:
         self.stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._beats: set[asyncio.Future[Any]] = set()
-        self._waiting: deque[tuple[str, float]] = deque()  # due beats not started yet (one at a time, in order)
-        self._running = 0  # beats started and neither done nor stalled
+        self.lane: BeatLane | None = None  # the one thread every heartbeat runs on (start() makes it)
         self._scan_lock = asyncio.Lock()
-        self.lags_ms: deque[float] = deque(maxlen=100_000)  # recent beat lags, for benches and doctor
+        self.lag_stats = LagStats()  # how late beats start: GET /v1/health's heartbeat_lag
         self.beats = 0
         self.api_server: Any = None
         self._next_watch = 0.0
@@ -144,6 +140,10 @@ class Host:
         """Every known companion not served, with why (GET /v1/companions lists them)."""
         return dict(self._faults)
 
+    def heartbeat_lag(self) -> dict[str, Any]:
+        """How late the beats start (GET /v1/health's heartbeat_lag): the last minutes' percentiles, running counts."""
+        return self.lag_stats.summary(self.clock.monotonic(), self.settings.heartbeat.lag_warn_ms)
+
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
         """Load the shared services, scan, open every companion found, start the API."""
@@ -158,6 +158,8 @@ class Host:
         apply_cache_budget(self.settings)
         self.shared = Shared(embedder=embedder, index_executor=self._index_executor, worker=SharedWorker(),
                              services={"interactive_gate": InteractiveGate()})
+        self.lane = BeatLane(asyncio.get_running_loop())
+        self.lane.start()
         await self.scan(retry_faults=True)
         if self.with_api:
             self.api_server = await start_api(self)
@@ -280,58 +282,45 @@ class Host:
             self.log.error("host.scan_failed", error=type(exc).__name__)
 
     def launch_due(self, mono: float) -> int:
-        """Queue the beat of every companion due by `mono` and start them one after another; returns how many.
+        """Hand the beat of every companion due by `mono` to the beat lane in one group; returns how many were due.
 
-        One at a time, back to back: started together, a second's group of beats contends for the one
-        interpreter lock on as many threads and costs more than run in turn (measured: bench/many.py's
-        note); in turn each finds the CPU awake. A beat not done within STALL_S (stuck behind a long
-        call on her own connection) stops holding up the next: it finishes on her thread meanwhile.
+        One thread runs the group back to back (daemon/beat_lane.py): started together on their own
+        threads, a second's beats contend for the one interpreter lock and cost more than run in turn
+        (measured: bench/many.py's note), and each hop to a thread of its own finds that thread cold.
+        A companion whose connection is busy gets her beat on her own thread; the group goes on.
         """
         due = self.schedule.pop_due(mono)
-        self._waiting.extend(due)
-        self._launch_more()
-        return len(due)
-
-    def _launch_more(self) -> None:
-        while self._waiting and self._running < BEATS_AT_ONCE:
-            handle, due = self._waiting.popleft()
+        group: list[LaneBeat] = []
+        for handle, due_at in due:
             runtime = self.runtimes.get(handle)
             if runtime is None or runtime.ctx is None:
                 continue
             if runtime.beating:
                 runtime.log.warning("heartbeat.skipped", reason="previous beat still running")
                 continue
-            try:
-                future = runtime.start_beat(due)
-            except Exception as exc:  # her connection is gone (closing): the others beat on
-                runtime.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
-                continue
-            self._running += 1
-            slot = [True]  # holds one of the BEATS_AT_ONCE until done or stalled, whichever comes first
+            future, work = runtime.prepare_beat(due_at)
             self._beats.add(future)
-            future.add_done_callback(functools.partial(self._beat_done, runtime, slot))
-            asyncio.get_running_loop().call_later(STALL_S, self._free_slot, slot)
+            future.add_done_callback(functools.partial(self._beat_done, runtime))
+            group.append(LaneBeat(runtime.ctx.store, future, work))
+        if group:
+            assert self.lane is not None, "Host.start() first"
+            self.lane.submit(group)
+        return len(due)
 
-    def _free_slot(self, slot: list[bool]) -> None:
-        if slot[0]:
-            slot[0] = False
-            self._running -= 1
-            self._launch_more()
-
-    def _beat_done(self, runtime: CompanionRuntime, slot: list[bool], done: asyncio.Future[Any]) -> None:
+    def _beat_done(self, runtime: CompanionRuntime, done: asyncio.Future[Any]) -> None:
         self._beats.discard(done)
-        self._free_slot(slot)
         if done.cancelled() or done.exception() is not None:
             return  # logged by the runtime
         lag_ms = runtime.last_lag_ms
-        self.lags_ms.append(lag_ms)
+        warn_ms = self.settings.heartbeat.lag_warn_ms
+        self.lag_stats.add(self.clock.monotonic(), lag_ms, warn_ms)
         self.beats += 1
-        if lag_ms > self.settings.heartbeat.lag_warn_ms:
+        if lag_ms > warn_ms:
             runtime.log.warning("heartbeat.lag", lag_ms=round(lag_ms, 1))
 
     async def beats_done(self) -> None:
         """Wait for every beat started so far (tests, shutdown)."""
-        while self._beats:  # a waiting beat is started by the done-callback of the one before it
+        while self._beats:
             await asyncio.gather(*list(self._beats), return_exceptions=True)
             await asyncio.sleep(0)  # their done-callbacks run on the next loop turn
 
@@ -480,7 +469,6 @@ class Host:
         self.log.info("daemon.stopping", companions=len(self.runtimes))
         started = time.monotonic()
         self.stopping.set()
-        self._waiting.clear()  # due beats not started yet: none starts once stopping
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(DRAIN_TIMEOUT_S):
                 await self.beats_done()
@@ -499,6 +487,9 @@ class Host:
                     await self._close_one(handle, "shutdown")
 
             await asyncio.gather(*(one(h) for h in closing), return_exceptions=True)
+        if self.lane is not None:
+            await asyncio.to_thread(self.lane.stop)
+            self.lane = None
         if self.shared is not None:
             self._index_executor.shutdown(wait=False)
         self.notifier.close()

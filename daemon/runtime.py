@@ -2,28 +2,32 @@
 
 `anima run --dir` (daemon/host.py) serves a thousand files from one process, so what single-file mode
 spreads over a dozen thread hops per heartbeat (switch read, life step, beat record, offer expiry, job
-schedule and claim, lease recovery, checkpoint, each one `await store.call`) is here ONE call on the
-companion's own DB thread (`beat_batch`): a hop costs ~0.1 ms of CPU, and 1,000 companions beating
-every 15 s must fit in ~2 % of a core. The life step is the same function as single-file mode's
+schedule and claim, lease recovery, checkpoint, each one `await store.call`) is here ONE call
+(`beat_batch`): a hop costs ~0.1 ms of CPU, and 1,000 companions beating every 60 s must fit in 2 % of
+a core. The host runs that call on its beat lane (daemon/beat_lane.py: one thread, a second's group
+back to back) when her connection is idle, and on her own DB thread when it is not. The life step is the same function as single-file mode's
 (engine/inner.step_inner), so she lives the same life whichever way she is served.
 
 What is shared (the embedding model, the vector indexer's thread, the job slots, the interactive gate)
 comes in as `Shared`; what is hers (lock, connection, DB thread, persona, indexer watermark, event
-cursor) lives here, so a slow companion only ever blocks her own thread.
+cursor) lives here, so a slow companion only ever blocks her own thread (the lane never waits for her).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from daemon.app import prepare_database
+from daemon.beat_lane import Deferred
 from daemon.checkpoint import WAL_SOFT_LIMIT_BYTES, hand_over_checkpoints
 from daemon.clock import Clock, wall_step
 from daemon.component import DaemonContext
@@ -38,7 +42,7 @@ from engine.persona import Persona, persona_of_companion
 from engine.settings import Settings
 from engine.store import memory as memory_store
 from engine.store import oplog, transaction
-from engine.store.connect import store_fault
+from engine.store.connect import BUSY_TIMEOUT_MS, store_fault
 from engine.store.core import (
     daemon_beat,
     daemon_stopped,
@@ -51,6 +55,7 @@ from engine.store.lock import DaemonLock
 from engine.store.share import expire_offers
 
 STOP_STEP_TIMEOUT_S = 3.0
+SQLITE_BUSY, SQLITE_LOCKED = 5, 6
 # SQLite's page cache per connection (default 2 MiB): a thousand of them could hold 2 GB of pages that
 # the OS page cache keeps anyway (a miss is a 4 KiB pread from RAM, microseconds). A beat touches ~20
 # pages; 64 KiB keeps those and leaves recall's scans to the OS cache. RSS is then bounded by config.
@@ -91,6 +96,7 @@ class BeatInput:
     api_step: Any  # the API's part of the beat (her token digests), a function of the connection, or None
     checkpoint: bool  # a PASSIVE checkpoint is due this beat (a TRUNCATE one whenever the WAL is past its bound)
     clock_step: tuple[float, float] | None  # (step_s, elapsed_s) when the wall clock was stepped since the last beat
+    checkpoint_here: bool = True  # False on the beat lane: a due checkpoint (an fsync) is left to her own thread
 
 
 @dataclass
@@ -106,9 +112,43 @@ class BeatResult:
     job: Any = None
     vectors_waiting: bool = False
     api: Any = None
-    checkpoint: tuple[int, int, int] | None = None
+    checkpoint_mode: str | None = None  # the checkpoint due after this beat (PASSIVE, TRUNCATE), None when none is
+    checkpoint: tuple[int, int, int] | None = None  # (busy, frames, copied) of the one run, when it ran here
     beat_recorded: bool = False
     errors: list[tuple[str, BaseException]] = field(default_factory=list)
+    now: float = 0.0  # her clock when the beat ran
+    lag_ms: float = 0.0  # how late it started against its due time
+    clock_step: tuple[float, float] | None = None
+
+
+def beat_on(conn: Any, settings: Settings, persona: Persona | None, has_companion: bool, beat: BeatInput,
+            on_lane: bool) -> BeatResult:
+    """`beat_batch` on her own thread, or on the host's beat lane (daemon/beat_lane.py), where nothing may wait.
+
+    On the lane, her write lock is taken without the busy timeout: when another process holds it (an
+    `anima` command writing her file), the beat is handed back (Deferred) to wait on her own thread,
+    and a due checkpoint (an fsync) is left to her thread too.
+    """
+    if not on_lane:
+        return _timed(beat_batch(conn, settings, persona, has_companion, beat), beat)
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        result = beat_batch(conn, settings, persona, has_companion, dataclasses.replace(beat, checkpoint_here=False))
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if result.switches is None and any(_busy(exc) for _, exc in result.errors):
+        raise Deferred(f"{beat.db_path} is locked by another writer")
+    return _timed(result, beat)
+
+
+def _timed(result: BeatResult, beat: BeatInput) -> BeatResult:
+    result.now, result.lag_ms, result.clock_step = beat.now, beat.lag_ms, beat.clock_step
+    return result
+
+
+def _busy(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and int(code) & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
 
 
 def beat_batch(conn: Any, settings: Settings, persona: Persona | None, has_companion: bool,
@@ -159,7 +199,9 @@ def beat_batch(conn: Any, settings: Settings, persona: Persona | None, has_compa
         with contextlib.suppress(Exception):
             conn.execute("ROLLBACK")
         return BeatResult(switches=out.switches, errors=[*out.errors, ("beat", store_fault(exc, fault_path) or exc)])
-    out.checkpoint = attempt("checkpoint", _checkpoint, conn, f"{beat.db_path}-wal", beat.checkpoint)
+    out.checkpoint_mode = attempt("checkpoint", checkpoint_mode, f"{beat.db_path}-wal", beat.checkpoint)
+    if out.checkpoint_mode is not None and beat.checkpoint_here:
+        out.checkpoint = attempt("checkpoint", run_checkpoint, conn, out.checkpoint_mode)
     return out
 
 
@@ -194,28 +236,28 @@ def _claim(conn: Any, owner: str, now: float, lease_s: float) -> Any:
     return jobs.claim(conn, owner, now, lease_s, kinds=registry.kinds())
 
 
-def _checkpoint(conn: Any, wal_path: str, due: bool) -> tuple[int, int, int] | None:
+def checkpoint_mode(wal_path: str, due: bool) -> str | None:
     """PASSIVE every few beats (`due`); TRUNCATE once the WAL is past its bound (daemon/checkpoint.py says why).
 
-    On the companion's own connection and thread: a thousand checkpointer threads with a 1 s watcher
-    each would cost more than the companions' beats together.
+    On the companion's own connection: a thousand checkpointer threads with a 1 s watcher each would
+    cost more than the companions' beats together.
     """
     try:
         size = os.stat(wal_path).st_size
     except FileNotFoundError:
         size = 0
     if size > WAL_SOFT_LIMIT_BYTES:
-        mode = "TRUNCATE"
-    elif due:
-        mode = "PASSIVE"
-    else:
-        return None
+        return "TRUNCATE"
+    return "PASSIVE" if due else None
+
+
+def run_checkpoint(conn: Any, mode: str) -> tuple[int, int, int]:
     busy, frames, copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
     return int(busy), int(frames), int(copied)
 
 
 def _tune_connection(conn: Any) -> None:
-    hand_over_checkpoints(conn)  # her checkpoints run at her beat (see _checkpoint), never inside a request
+    hand_over_checkpoints(conn)  # her checkpoints run at her beat (see checkpoint_mode), never inside a request
 
 
 def _record_stop(conn: Any, now: float, wall: float) -> None:
@@ -258,6 +300,7 @@ class CompanionRuntime:
         self.last_lag_ms = 0.0
         self.schema = 0  # her file's schema version once open
         self._prev_wall = 0.0
+        self._beat_future: asyncio.Future[Any] | None = None
         self._prev_mono = 0.0
         self._summary = ""
 
@@ -314,51 +357,59 @@ class CompanionRuntime:
         return {"beats": self.beats, "clock_steps": self.clock_steps}
 
     async def beat(self, due_mono: float) -> float:
-        """One heartbeat (one DB call); returns its lag in ms (how late it started against its due time)."""
+        """One heartbeat on her own thread; returns its lag in ms (how late it started against its due time)."""
         future = self.start_beat(due_mono)
         with contextlib.suppress(Exception):  # logged by _finish, which ran first
             await future
         return self.last_lag_ms
 
     def start_beat(self, due_mono: float) -> asyncio.Future[Any]:
-        """Queue her whole beat on her DB thread; the future is done once `_finish` has applied it.
+        """Queue her whole beat on her own DB thread (the host's beat lane runs `prepare_beat`'s work itself)."""
+        future, work = self.prepare_beat(due_mono)
+        assert self.ctx is not None
+        self.ctx.store.enqueue(future, work, False)
+        return future
 
-        No task and no coroutine per beat (the host's timer calls this): a thousand companions beating
-        every 15 s would spend more on the event loop's machinery than on their lives.
+    def prepare_beat(self, due_mono: float) -> tuple[asyncio.Future[Any], Callable[[Any, bool], BeatResult]]:
+        """Her next beat as (future, work): `work(conn, on_lane)` runs it; the future is done once `_finish` applied it.
+
+        No task and no coroutine per beat: a thousand companions would spend more on the event loop's
+        machinery than on their lives. What the beat reads of her runtime is taken now, on the loop;
+        the clock is read when the work starts, so the lag it reports includes any wait in a queue.
         """
         ctx = self.ctx
         assert ctx is not None
-        self.beating = True
-        mono, now = self.clock.monotonic(), self.clock.now()
-        lag_ms = max(0.0, (mono - due_mono) * 1000)
-        elapsed = max(0.0, mono - self._prev_mono)
-        step = wall_step(self._prev_wall, self._prev_mono, now, mono)
-        if step is not None:
-            self.clock_steps += 1
-            self.log.warning("clock.stepped", step_s=round(step, 3), elapsed_s=round(elapsed, 3))
-        self._prev_wall, self._prev_mono = now, mono
         worker = self.shared.worker
         js = self.settings.jobs
         owner = worker.owner if worker is not None and worker.has_room(self.handle) else None
         indexer = self.indexer
-        beat = BeatInput(now=now, wall=time.time(), lag_ms=lag_ms, event_cursor=self.event_cursor,
+        cycle = self.beats + self._cycle_offset
+        beat = BeatInput(now=0.0, wall=0.0, lag_ms=0.0, event_cursor=self.event_cursor,
                          indexed_upto=indexer.drain.indexed_upto if indexer else 0,
-                         jobs=self.beats == 0 or (self.beats + self._cycle_offset) % JOBS_EVERY_BEATS == 0,
-                         claim_owner=owner,
+                         jobs=self.beats == 0 or cycle % JOBS_EVERY_BEATS == 0, claim_owner=owner,
                          lease_s=js.lease_s, backoff_s=tuple(js.backoff_s), db_path=str(self.db_path),
                          api_step=self.shared.api.step if self.shared.api is not None else None,
-                         checkpoint=(self.beats + self._cycle_offset) % CHECKPOINT_EVERY_BEATS == CHECKPOINT_EVERY_BEATS - 1,
-                         clock_step=(round(step, 3), round(elapsed, 3)) if step is not None else None)
-        try:
-            future = ctx.store.submit(beat_batch, self.settings, self.persona, ctx.companion is not None, beat)
-        except Exception:
-            self.beating = False
-            raise
-        future.add_done_callback(lambda done: self._finish(ctx, done, owner, now, lag_ms))
-        return future
+                         checkpoint=cycle % CHECKPOINT_EVERY_BEATS == CHECKPOINT_EVERY_BEATS - 1,
+                         clock_step=None)
+        settings, persona, has_companion = self.settings, self.persona, ctx.companion is not None
 
-    def _finish(self, ctx: DaemonContext, done: asyncio.Future[Any], owner: str | None, now: float,
-                lag_ms: float) -> None:
+        def work(conn: Any, on_lane: bool) -> BeatResult:
+            mono, now = self.clock.monotonic(), self.clock.now()
+            step = wall_step(self._prev_wall, self._prev_mono, now, mono)
+            elapsed = max(0.0, mono - self._prev_mono)
+            timed = dataclasses.replace(beat, now=now, wall=time.time(), lag_ms=max(0.0, (mono - due_mono) * 1000),
+                                        clock_step=(round(step, 3), round(elapsed, 3)) if step is not None else None)
+            result = beat_on(conn, settings, persona, has_companion, timed, on_lane)
+            self._prev_wall, self._prev_mono = now, mono  # one beat of hers at a time: no other writer
+            return result
+
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.beating = True
+        self._beat_future = future
+        future.add_done_callback(lambda done: self._finish(ctx, done, owner))
+        return future, work
+
+    def _finish(self, ctx: DaemonContext, done: asyncio.Future[Any], owner: str | None) -> None:
         self.beating = False
         if done.cancelled():
             return
@@ -366,11 +417,15 @@ class CompanionRuntime:
         if exc is not None:  # the batch catches its steps' errors: this is the thread or the connection
             self.log.error("heartbeat.failed", error=type(exc).__name__, detail=str(exc)[:200])
             return
-        self._apply(ctx, done.result(), owner)
-        ctx.last_beat_at = now
-        ctx.loop_lag_ms = lag_ms
+        result: BeatResult = done.result()
+        if result.clock_step is not None:
+            self.clock_steps += 1
+            self.log.warning("clock.stepped", step_s=result.clock_step[0], elapsed_s=result.clock_step[1])
+        self._apply(ctx, result, owner)
+        ctx.last_beat_at = result.now
+        ctx.loop_lag_ms = result.lag_ms
         ctx.last_beat_mono = self.clock.monotonic()
-        self.last_lag_ms = lag_ms
+        self.last_lag_ms = result.lag_ms
         self.beats += 1
 
     def _apply(self, ctx: DaemonContext, result: BeatResult, owner: str | None) -> None:
@@ -411,8 +466,24 @@ class CompanionRuntime:
             self.shared.api.apply(self.handle, ctx, result.api)
         if result.vectors_waiting and self.indexer is not None:
             self.indexer.wake()
-        if result.checkpoint and result.checkpoint[1]:
-            busy, frames, copied = result.checkpoint
+        if result.checkpoint is not None:
+            self._log_checkpoint(result.checkpoint)
+        elif result.checkpoint_mode is not None:  # the lane left it to her thread (its fsync must not hold the lane)
+            with contextlib.suppress(ValueError):  # closing: her close checkpoints anyway
+                ctx.store.submit(run_checkpoint, result.checkpoint_mode).add_done_callback(self._checkpoint_done)
+
+    def _checkpoint_done(self, done: asyncio.Future[Any]) -> None:
+        if done.cancelled():
+            return
+        exc = done.exception()
+        if exc is not None:
+            self.log.error("component.failed", component="checkpoint", error=type(exc).__name__, detail=str(exc)[:200])
+        else:
+            self._log_checkpoint(done.result())
+
+    def _log_checkpoint(self, outcome: tuple[int, int, int]) -> None:
+        busy, frames, copied = outcome
+        if frames:
             self.log.debug("db.checkpoint", wal_frames=frames, copied=copied, busy=busy)
 
     def _log_writes(self, rows: list[dict[str, Any]]) -> None:
@@ -433,6 +504,10 @@ class CompanionRuntime:
         """Stop her indexer, record a clean stop, close the connection (its last checkpoint), release the lock."""
         ctx, self.ctx = self.ctx, None
         try:
+            beat = self._beat_future
+            if beat is not None and not beat.done():  # dispatched to the lane: let it land before she closes
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(beat), STOP_STEP_TIMEOUT_S)
             if self.indexer is not None:
                 await self.indexer.stop()
                 self.indexer = None

@@ -45,6 +45,9 @@ async def host_health(request: web.Request, app: ApiApp, body: None) -> dict[str
         "companions": len(contexts),
         "faulted": faulted,
     }
+    lag = getattr(registry, "heartbeat_lag", None)
+    if callable(lag):
+        out["heartbeat_lag"] = lag()
     if contexts:
         out["now"] = contexts[0].clock.now()
     if faulted:
