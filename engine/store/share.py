@@ -46,6 +46,12 @@ def expire_offers(conn: Any, now: float) -> int:
     return int(conn.execute(q("expire_offers"), {"now": now}).rowcount)
 
 
+def next_offer_expiry(conn: Any) -> float | None:
+    """When the first open offer expires, None when none is open (only a write opens one)."""
+    row = conn.execute(q("next_offer_expiry")).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
 def memory_for_life_event(conn: Any, life_event_id: int) -> int | None:
     row = conn.execute(q("memory_for_life_event"), {"life_event_id": life_event_id}).fetchone()
     return int(row[0]) if row else None

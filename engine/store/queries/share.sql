@@ -62,6 +62,10 @@ WHERE life_event_id = :life_event_id AND id != :id AND status = 'offered'
 -- Close every open offer past its expiry; their events stay untold.
 UPDATE share_offer SET status = 'expired' WHERE status = 'offered' AND expires_at <= :now
 
+-- name: next_offer_expiry
+-- When the first open offer expires (NULL when none is open): a quiet heartbeat has nothing to expire before it.
+SELECT min(expires_at) FROM share_offer WHERE status = 'offered'
+
 -- name: memory_for_life_event
 -- The memory row of a told life event, if it already has one.
 SELECT id FROM mem_episodic WHERE life_event_id = :life_event_id
