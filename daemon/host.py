@@ -35,6 +35,7 @@ from daemon.component import DaemonContext
 from daemon.config import live_reload, load_settings
 from daemon.lag_stats import LagStats
 from daemon.logs import configure_logging, get_logger
+from daemon.malloc_trim import TRIM_EVERY_S, fix_mmap_threshold, trim
 from daemon.memory_component import index_executor
 from daemon.priority import InteractiveGate
 from daemon.runtime import CompanionRuntime, Shared
@@ -117,6 +118,8 @@ class Host:
         self._next_watch = 0.0
         self._dir_stamp: int | None = None  # the directory's mtime at the last settled watch scan
         self._next_ping = 0.0
+        self._next_trim = 0.0
+        self._trimming: asyncio.Future[bool] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._watching: asyncio.Future[None] | None = None
         self._timers_on = False  # run(): beats come from the timer; tests drive tick() with a FakeClock
@@ -151,6 +154,7 @@ class Host:
             raise ConfigError(f"companions directory {self.folder} does not exist; create it and put companions "
                               "in it with: anima init --dir DIR --id HANDLE ...")
         started = time.monotonic()
+        fix_mmap_threshold()  # before the threads: a recall's big buffers unmapped when freed (daemon/malloc_trim.py)
         embedder = self._embedder or await asyncio.to_thread(load_embedder, self.settings)
         self.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
                       ms=round(1000 * (time.monotonic() - started), 1))
@@ -161,12 +165,14 @@ class Host:
         self.lane = BeatLane(asyncio.get_running_loop())
         self.lane.start()
         await self.scan(retry_faults=True)
+        await asyncio.to_thread(trim)  # what opening a thousand files freed
         if self.with_api:
             self.api_server = await start_api(self)
             self.shared.api = ApiBeat(self.api_server)
         mono = self.clock.monotonic()
         self._next_watch = mono + self.settings.daemon.watch_s
         self._next_ping = mono
+        self._next_trim = mono + TRIM_EVERY_S
 
     async def run(self) -> int:
         """The foreground process: start, beat and watch until SIGTERM, then close every companion."""
@@ -259,6 +265,9 @@ class Host:
                 self._watching = asyncio.ensure_future(self._watch_scan())
             else:
                 await self._watch_scan()
+        if background and mono >= self._next_trim and (self._trimming is None or self._trimming.done()):
+            self._next_trim = mono + TRIM_EVERY_S
+            self._trimming = asyncio.ensure_future(asyncio.to_thread(trim))
         if beats:
             self.launch_due(mono)
 
