@@ -5,8 +5,9 @@ spreads over a dozen thread hops per heartbeat (switch read, life step, beat rec
 schedule and claim, lease recovery, checkpoint, each one `await store.call`) is here ONE call
 (`beat_batch`): a hop costs ~0.1 ms of CPU, and 1,000 companions beating every 60 s must fit in 2 % of
 a core. The host runs that call on its beat lane (daemon/beat_lane.py: one thread, a second's group
-back to back) when her connection is idle, and on her own DB thread when it is not. The life step is the same function as single-file mode's
-(engine/inner.step_inner), so she lives the same life whichever way she is served.
+back to back) when her connection is idle, and on her own DB thread when it is not. The life step is
+the same function as single-file mode's (engine/inner.step_inner), so she lives the same life whichever
+way she is served.
 
 What is shared (the embedding model, the vector indexer's thread, the job slots, the interactive gate)
 comes in as `Shared`; what is hers (lock, connection, DB thread, persona, indexer watermark, event
