@@ -15,16 +15,31 @@ import pytest
 from daemon.api import validation
 from daemon.api.routes.companions import host_health
 from daemon.clock import FakeClock
+from daemon.host import Host
 from daemon.lag_stats import LagStats, percentile
 from engine.store import connect
-from tests.api_support import T0
-from tests.test_host import advance, beats_of, make_companion, make_host
+from tests.test_host import advance, beats_of, served
+
+ONE_SLOT = {"interval_s": 1.0, "watch_s": 0.0}  # a 1 s beat: one grid slot, so every companion is in each group
 
 
 async def wait_for(predicate: Any, timeout_s: float = 10.0) -> None:
     async with asyncio.timeout(timeout_s):  # yields to the loop only: no timing involved
         while not predicate():
             await asyncio.sleep(0)
+
+
+async def idle_threads(host: Host) -> None:
+    """Every companion's own thread idle (the indexer's first scan, a checkpoint done): her next beat runs on the lane."""
+    for runtime in host.runtimes.values():
+        await runtime.ctx.store.call(lambda conn: None)  # type: ignore[union-attr]
+
+
+async def one_beat(host: Host, clock: FakeClock) -> None:
+    """One second on: the group due then goes to the lane, and lands."""
+    clock.advance(1.0)
+    host.launch_due(clock.monotonic())
+    await host.beats_done()
 
 
 def test_percentile_is_the_nearest_rank() -> None:
@@ -47,18 +62,10 @@ def test_lag_summary_covers_the_window_and_counts_since_start() -> None:
 
 
 async def test_a_group_runs_on_the_lane_and_health_reports_its_lags(tmp_path: Path) -> None:
-    for handle in ("a1", "b2", "c3"):
-        make_companion(tmp_path, handle)
-    clock = FakeClock(T0)
-    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)  # one grid slot: all three in each group
-    await host.start()
-    try:
+    async with served(tmp_path, "a1", "b2", "c3", **ONE_SLOT) as (host, clock):
         for _ in range(3):
-            for runtime in host.runtimes.values():  # her thread idle (the indexer's first scan, a checkpoint done)
-                await runtime.ctx.store.call(lambda conn: None)  # type: ignore[union-attr]
-            clock.advance(1.0)
-            host.launch_due(clock.monotonic())
-            await host.beats_done()
+            await idle_threads(host)
+            await one_beat(host, clock)
         assert [beats_of(tmp_path / f"{h}.db") for h in ("a1", "b2", "c3")] == [3, 3, 3]
         assert host.lane is not None and host.lane.groups == 3
         body = await host_health(None, SimpleNamespace(registry=host, settings=host.settings), None)  # type: ignore[arg-type]
@@ -66,52 +73,38 @@ async def test_a_group_runs_on_the_lane_and_health_reports_its_lags(tmp_path: Pa
         lag = body["heartbeat_lag"]
         assert (lag["beats"], lag["beats_total"], lag["late_total"]) == (9, 9, 0)
         assert lag["p99_ms"] is not None and lag["p99_ms"] <= lag["max_ms"]
-    finally:
-        await host.shutdown()
 
 
 async def test_a_file_another_process_is_writing_gets_its_beat_on_its_own_thread(tmp_path: Path) -> None:
     """The lane never waits on a write lock: her beat waits on her thread, the others' land meanwhile."""
-    make_companion(tmp_path, "a1")
-    make_companion(tmp_path, "b2")
-    clock = FakeClock(T0)
-    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
-    await host.start()
-    writer = connect(tmp_path / "a1.db")  # an `anima` command writing her file, say
-    try:
-        for runtime in host.runtimes.values():  # their threads idle (the indexer's first scan done)
-            await runtime.ctx.store.call(lambda conn: None)  # type: ignore[union-attr]
-        writer.execute("BEGIN IMMEDIATE")
-        clock.advance(1.0)
-        assert host.launch_due(clock.monotonic()) == 2
-        a1, b2 = host.runtimes["a1"], host.runtimes["b2"]
-        await wait_for(lambda: b2.beats == 1)
-        assert host.lane is not None and host.lane.handed_back >= 1
-        assert a1.beating and a1.beats == 0  # waiting on her own thread, within its busy timeout
-        writer.execute("COMMIT")
-        await host.beats_done()
-        assert a1.beats == 1 and beats_of(tmp_path / "a1.db") == 1
-        assert not [kw for _, event, kw in host.log.events if event == "component.failed"]
-    finally:
-        if writer.in_transaction:
-            writer.execute("ROLLBACK")
-        writer.close()
-        await host.shutdown()
+    async with served(tmp_path, "a1", "b2", **ONE_SLOT) as (host, clock):
+        writer = connect(tmp_path / "a1.db")  # an `anima` command writing her file, say
+        try:
+            await idle_threads(host)
+            writer.execute("BEGIN IMMEDIATE")
+            clock.advance(1.0)
+            assert host.launch_due(clock.monotonic()) == 2
+            a1, b2 = host.runtimes["a1"], host.runtimes["b2"]
+            await wait_for(lambda: b2.beats == 1)
+            assert host.lane is not None and host.lane.handed_back >= 1
+            assert a1.beating and a1.beats == 0  # waiting on her own thread, within its busy timeout
+            writer.execute("COMMIT")
+            await host.beats_done()
+            assert a1.beats == 1 and beats_of(tmp_path / "a1.db") == 1
+            assert not [kw for _, event, kw in host.log.events if event == "component.failed"]
+        finally:
+            if writer.in_transaction:
+                writer.execute("ROLLBACK")
+            writer.close()
 
 
 async def test_a_due_checkpoint_runs_on_her_own_thread_and_empties_the_wal(tmp_path: Path) -> None:
-    path = make_companion(tmp_path, "a1")
-    clock = FakeClock(T0)
-    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
-    await host.start()
-    try:
+    async with served(tmp_path, "a1", **ONE_SLOT) as (host, clock):
         await advance(host, clock, 40.0)  # every 8th beat is a checkpoint beat
-        await host.runtimes["a1"].ctx.store.call(lambda conn: None)  # type: ignore[union-attr]  # after any queued one
+        await idle_threads(host)  # after any queued checkpoint
         frames = [kw for _, event, kw in host.log.events if event == "db.checkpoint"]
         assert len(frames) >= 4 and all(kw["copied"] == kw["wal_frames"] for kw in frames)
-    finally:
-        await host.shutdown()
-    probe = sqlite3.connect(path)
+    probe = sqlite3.connect(tmp_path / "a1.db")
     try:
         assert probe.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
@@ -119,80 +112,55 @@ async def test_a_due_checkpoint_runs_on_her_own_thread_and_empties_the_wal(tmp_p
 
 
 async def test_closing_a_companion_whose_beat_is_on_the_lane_lands_it_first(tmp_path: Path) -> None:
-    make_companion(tmp_path, "a1")
-    clock = FakeClock(T0)
-    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
-    await host.start()
-    try:
+    async with served(tmp_path, "a1", **ONE_SLOT) as (host, clock):
         clock.advance(1.0)
         host.launch_due(clock.monotonic())
         await host._close_one("a1", "removed")  # at once: her beat may still be on the lane
         assert beats_of(tmp_path / "a1.db") == 1
         assert not [kw for _, event, kw in host.log.events if event in ("heartbeat.failed", "daemon.stop_unrecorded")]
-    finally:
-        await host.shutdown()
 
 
 @pytest.mark.parametrize("on_lane", [True, False])
 async def test_a_beat_lands_the_same_on_the_lane_and_on_her_thread(tmp_path: Path, on_lane: bool) -> None:
-    make_companion(tmp_path, "a1")
-    clock = FakeClock(T0)
-    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
-    await host.start()
-    try:
+    async with served(tmp_path, "a1", **ONE_SLOT) as (host, clock):
         runtime = host.runtimes["a1"]
         for _ in range(3):
-            clock.advance(1.0)
             if on_lane:
-                host.launch_due(clock.monotonic())
-                await host.beats_done()
+                await one_beat(host, clock)
             else:
+                clock.advance(1.0)
                 host.schedule.pop_due(clock.monotonic())
                 await runtime.beat(clock.monotonic())
         assert runtime.beats == 3 and beats_of(tmp_path / "a1.db") == 3
-    finally:
-        await host.shutdown()
 
 
-async def _trace_beats(host: Any, clock: FakeClock, handle: str, beats: int) -> list[list[str]]:
+async def _trace_beats(host: Host, clock: FakeClock, handle: str, beats: int) -> list[list[str]]:
     """Each of her next `beats` beats' statements (her connection's trace), one list a beat."""
-    runtime = host.runtimes[handle]
+    store = host.runtimes[handle].ctx.store  # type: ignore[union-attr]
     seen: list[list[str]] = []
-    await runtime.ctx.store.call(lambda conn: conn.set_trace_callback(lambda sql: seen[-1].append(sql)))
+    await store.call(lambda conn: conn.set_trace_callback(lambda sql: seen[-1].append(sql)))
     for _ in range(beats):
         seen.append([])
-        await runtime.ctx.store.call(lambda conn: None)  # her thread idle: the beat runs on the lane
-        clock.advance(1.0)
-        host.launch_due(clock.monotonic())
-        await host.beats_done()
-    await runtime.ctx.store.call(lambda conn: conn.set_trace_callback(None))
+        await idle_threads(host)
+        await one_beat(host, clock)
+    await store.call(lambda conn: conn.set_trace_callback(None))
     return seen
 
 
 async def test_a_quiet_beat_skips_the_reads_only_a_write_can_change(tmp_path: Path) -> None:
-    make_companion(tmp_path, "a1")
-    clock = FakeClock(T0)
-    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
-    await host.start()
-    try:
+    async with served(tmp_path, "a1", **ONE_SLOT) as (host, clock):
         await advance(host, clock, 2.0)
         quiet = await _trace_beats(host, clock, "a1", 2)
         assert all(not any("life_control" in sql for sql in beat) for beat in quiet)
         assert all(any("mood_state" in sql for sql in beat) for beat in quiet)  # her life still steps every beat
         assert beats_of(tmp_path / "a1.db") == 4
-    finally:
-        await host.shutdown()
 
 
 @pytest.mark.parametrize("writer", ["another process", "her own connection"])
 async def test_after_quiet_beats_a_switch_written_anywhere_is_obeyed_at_the_next_beat(tmp_path: Path, writer: str) -> None:
     from engine.store.core import set_control
 
-    make_companion(tmp_path, "a1")
-    clock = FakeClock(T0)
-    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
-    await host.start()
-    try:
+    async with served(tmp_path, "a1", **ONE_SLOT) as (host, clock):
         await advance(host, clock, 3.0)
         ctx = host.runtimes["a1"].ctx
         assert ctx is not None and ctx.switches.life is True
@@ -208,19 +176,13 @@ async def test_after_quiet_beats_a_switch_written_anywhere_is_obeyed_at_the_next
         assert ctx.switches.life is False
         logged = [kw for _, event, kw in host.log.events if event == "control.changed"]
         assert len(logged) == (1 if writer == "another process" else 0)  # others' writes logged once; the API's not
-    finally:
-        await host.shutdown()
 
 
 async def test_an_open_offer_expires_at_the_first_quiet_beat_past_its_time(tmp_path: Path) -> None:
     from engine.store.life import add_life_event
     from engine.store.share import get_offer, insert_offer
 
-    make_companion(tmp_path, "a1")
-    clock = FakeClock(T0)
-    host = make_host(tmp_path, clock, interval_s=1.0, watch_s=0.0)
-    await host.start()
-    try:
+    async with served(tmp_path, "a1", **ONE_SLOT) as (host, clock):
         await advance(host, clock, 2.0)
         ctx = host.runtimes["a1"].ctx
         assert ctx is not None
@@ -236,5 +198,3 @@ async def test_an_open_offer_expires_at_the_first_quiet_beat_past_its_time(tmp_p
         await advance(host, clock, 1.0)  # past its expiry: this quiet beat expires it
         assert (await ctx.store.call(get_offer, share_id))["status"] == "expired"
         assert [kw["count"] for _, event, kw in host.log.events if event == "share.expired"] == [1]
-    finally:
-        await host.shutdown()

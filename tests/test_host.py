@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,20 @@ def beats_of(path: Path) -> int:
         return int(state["beats"]) if state else 0
     finally:
         conn.close()
+
+
+@contextlib.asynccontextmanager
+async def served(folder: Path, *handles: str, **kw: Any) -> AsyncIterator[tuple[Host, FakeClock]]:
+    """A started host over new companions `handles` in `folder` (settings(**kw)), shut down on the way out."""
+    for handle in handles:
+        make_companion(folder, handle)
+    clock = FakeClock(T0)
+    host = make_host(folder, clock, **kw)
+    await host.start()
+    try:
+        yield host, clock
+    finally:
+        await host.shutdown()
 
 
 async def advance(host: Host, clock: FakeClock, seconds: float, step: float = 0.5) -> None:
