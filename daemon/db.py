@@ -74,7 +74,7 @@ class AsyncStore:
         """Queue `fn(conn, *args)` on her thread to resolve `future` (which the caller made): safe from any thread."""
         aconn = self._aconn
         if aconn is None or not aconn._running or aconn._connection is None:
-            future.get_loop().call_soon_threadsafe(_fail, future, ValueError("Connection closed"))
+            future.get_loop().call_soon_threadsafe(aiosqlite.core.set_exception, future, ValueError("Connection closed"))
             return
         aconn._tx.put_nowait((future, self._wrap(aconn, fn, args, {})))
 
@@ -133,11 +133,6 @@ class AsyncStore:
                     aconn._conn.interrupt()
                 with contextlib.suppress(Exception):
                     aconn.stop()  # aiosqlite's thread is not a daemon thread: it must leave, or the process cannot
-
-
-def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
 
 
 def _truncate_wal(conn: Any) -> None:
