@@ -487,10 +487,11 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
                 result["daemon_rss_mb_end"] = proc.status_mb("VmRSS")
                 # A run that defers more of its indexing looks cheaper per exchange, and its backlog is indexed
                 # during the next run: say how much it left, and let it drain before the next one starts.
-                result["vectors_pending_end"] = await vectors_pending(sock, handles)
+                result["vectors_pending_end"] = left = await vectors_pending(sock, handles)
                 drained = time.monotonic()
-                while (left := await vectors_pending(sock, handles)) and time.monotonic() - drained < 300:
+                while left and time.monotonic() - drained < 300:
                     await asyncio.sleep(1)
+                    left = await vectors_pending(sock, handles)
                 result["drain_s"] = round(time.monotonic() - drained, 1)
                 result["vectors_pending_after_drain"] = left
                 result["loadavg_1m"] = round(os.getloadavg()[0], 2)
