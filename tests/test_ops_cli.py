@@ -191,7 +191,7 @@ def test_socket_group_outside_the_user_namespace_is_a_config_error(tmp_path: Pat
 
 
 def test_a_refused_priority_change_is_logged(monkeypatch: pytest.MonkeyPatch) -> None:
-    from daemon import memory_component
+    from daemon import index_queue
 
     def refused(*_: Any) -> None:  # what the unit's old seccomp filter did to both calls
         raise PermissionError(errno.EPERM, "Operation not permitted")
@@ -202,7 +202,7 @@ def test_a_refused_priority_change_is_logged(monkeypatch: pytest.MonkeyPatch) ->
     buf = io.StringIO()
     logs.configure_logging("kv", "info", stream=buf)
     try:
-        memory_component._lower_priority()
+        index_queue._lower_priority()
     finally:
         logs.configure_logging("kv", "info")
     assert "event=indexer.priority_refused" in buf.getvalue() and "level=warning" in buf.getvalue()
