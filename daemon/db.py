@@ -37,16 +37,18 @@ CLOSE_TIMEOUT_S = 5.0
 
 
 class AsyncStore:
-    def __init__(self, path: Path, cache_kib: int | None = None):
+    def __init__(self, path: Path, cache_kib: int | None = None, lookaside: bool = True):
         self.path = path
         self.cache_kib = cache_kib  # the connection's page cache (engine.store.connect); None = SQLite's default
+        self.lookaside = lookaside  # False: SQLite's per-connection allocation pool off (engine/store/lookaside.py)
         self._aconn: aiosqlite.Connection | None = None
         self.fault: str | None = None  # why writes fail right now (disk full), None when they work
         self._lock = threading.Lock()  # held by whichever thread uses the connection: hers, or the beat lane
 
     async def open(self) -> AsyncStore:
         self._aconn = aiosqlite.Connection(
-            lambda: connect(self.path, check_same_thread=False, cache_kib=self.cache_kib), iter_chunk_size=64
+            lambda: connect(self.path, check_same_thread=False, cache_kib=self.cache_kib, lookaside=self.lookaside),
+            iter_chunk_size=64,
         )
         await self._aconn
         return self

@@ -61,7 +61,8 @@ SQLITE_BUSY, SQLITE_LOCKED = 5, 6
 # the OS page cache keeps anyway (a miss is a 4 KiB pread from RAM, microseconds). A beat touches ~14
 # pages and 64 KiB kept 12 of them, yet beats cost the same with 16 KiB (1.80 % against 1.89 % of a core
 # for the whole host, 1,000 companions, one run each) and RSS was 24 MB lower; recall's scans go to the
-# OS cache either way. RSS is then bounded by config.
+# OS cache either way. RSS is then bounded by config. Her connection has no lookaside pool either
+# (engine/store/lookaside.py: 32 KiB a connection, for a hundredth of a millisecond a beat).
 PAGE_CACHE_KIB = 16
 # A PASSIVE checkpoint copies the beat's few pages and fsyncs the file: 0.35 ms of CPU and ~4 ms of her
 # DB thread each time (measured here), more than the rest of the beat. Every 8th beat (2 min at 15 s)
@@ -353,7 +354,7 @@ class CompanionRuntime:
         now, mono = self.clock.now(), self.clock.monotonic()
         recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log)
         self.schema = int(recovered["schema"])
-        store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB).open()
+        store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB, lookaside=False).open()
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, started_at=now, last_beat_at=now)
         self.ctx = ctx

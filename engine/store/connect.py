@@ -18,6 +18,7 @@ from typing import Any
 import sqlite_vec
 
 from engine.errors import AnimaError, ConfigError, DamagedStoreError, StorageFullError, StoreError
+from engine.store.lookaside import disable_lookaside
 
 BUSY_TIMEOUT_MS = 5000
 # New database files (and so their -wal/-shm, which SQLite creates with the database's mode) are
@@ -57,13 +58,15 @@ def driver_name() -> str:
 
 
 def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool = True,
-            cache_kib: int | None = None) -> Any:
+            cache_kib: int | None = None, lookaside: bool = True) -> Any:
     """Open `path` ready for anima: WAL, synchronous=NORMAL, foreign keys, busy timeout, sqlite-vec loaded.
 
     Transactions are explicit (`isolation_level=None`): every multi-step write is one
     `with transaction(conn):` block, named for what it does. `cache_kib` caps this connection's
     page cache (`PRAGMA cache_size = -KiB`); None keeps SQLite's default (2 MB). One process serving
     a thousand files holds a thousand connections, and the default would let them keep up to 2 GB.
+    `lookaside=False` turns SQLite's per-connection small-allocation pool off (engine/store/lookaside.py:
+    32 KiB less each, for the same reason; where the handle cannot be verified the pool stays).
     """
     if cache_kib is not None and (isinstance(cache_kib, bool) or not isinstance(cache_kib, int) or cache_kib < 0):
         raise ConfigError(f"the page cache size of a connection must be a whole number of KiB >= 0, got {cache_kib!r}")
@@ -83,6 +86,8 @@ def connect(path: str | Path, *, readonly: bool = False, check_same_thread: bool
             path.parent.mkdir(parents=True, exist_ok=True)
             created = _create_private(path)
         conn = module.connect(str(path), isolation_level=None, check_same_thread=check_same_thread)
+    if not lookaside and not in_memory:
+        disable_lookaside(conn, path)  # before the first statement: the pool cannot change while in use
     try:
         conn.row_factory = module.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
