@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engine.memory import vector_index
+from engine.memory.indexer import index_all_pending
 from engine.memory.ingest import TurnInput, record_turn
 from engine.memory.recall import COMMON_TERM_FRACTION, COMMON_TERM_MIN_ROWS, TermDocCounts, common_term_filter
 from engine.store import connect, transaction
+from tests.api_support import HashEmbedder
 from tests.memory_helpers import embedder, fresh_db
 
 
@@ -88,3 +92,31 @@ def test_common_term_counts_are_read_in_one_statement_and_decide_as_one_lookup_p
     one_by_one = {term: int((conn.execute("SELECT doc FROM temp.mem_fts_vocab WHERE term = ?", (term,)).fetchone()
                              or [0])[0]) <= COMMON_TERM_FRACTION * COMMON_TERM_MIN_ROWS for term in kept}
     assert kept == one_by_one == {"喜欢": False, "工作": False, "滑翔伞": True, "周末": True}
+
+
+ROWS = 400
+
+
+def test_loading_the_matrix_holds_the_vectors_about_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built chunk by chunk into a buffer sized once: not the blobs, their join and the buffer at the same time."""
+    conn, model = fresh_db(tmp_path / "big.db"), HashEmbedder()
+    with transaction(conn):
+        for i in range(ROWS):
+            record_turn(conn, model, TurnInput(f"t{i}", f"第{i}天的日记", None, "2026-05-01T10:00:00+08:00"), 0,
+                        embed=False)
+    assert index_all_pending(conn, model, 0) == ROWS
+    monkeypatch.setattr(vector_index, "LOAD_CHUNK_ROWS", 50)
+    vector_index.forget(conn)
+    tracemalloc.start()
+    try:
+        assert vector_index.warm(conn, index_from=1) == ROWS
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    index = vector_index._current(conn)
+    chunk = 50 * index.buffer.shape[1] * 4
+    assert peak < index.buffer.nbytes + index.id_buffer.nbytes + 3 * chunk  # the old build: + 2 x 0.6 MB of blobs
+    for j in (0, 49, 50, ROWS - 1):  # rows and ids aligned across chunk boundaries
+        top = vector_index.nearest(conn, model.embed_passages([f"第{j}天的日记"])[0], 1)
+        assert conn.execute("SELECT turn_id FROM mem_episodic WHERE id = ?", (next(iter(top)),)).fetchone()[0] == f"t{j}"
+    vector_index.forget(conn)

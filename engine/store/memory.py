@@ -149,6 +149,11 @@ def embeddings_after(conn: Any, after: int) -> Iterator[Any]:
     return iter(conn.execute(q("mem_embeddings_after"), {"after": after}))
 
 
+def count_embeddings_after(conn: Any, after: int) -> int:
+    """How many memory vectors have an id above `after`."""
+    return int(conn.execute(q("mem_count_embeddings_after"), {"after": after}).fetchone()[0])
+
+
 def max_embedding_id(conn: Any) -> int:
     """The highest memory id with a stored vector, 0 when there is none."""
     return int(conn.execute(q("mem_max_embedding_id")).fetchone()[0])

@@ -60,6 +60,10 @@ SELECT doc FROM temp.mem_fts_vocab WHERE term = :term
 -- Every stored vector above an id, by id: the RAM index loads or extends itself from these.
 SELECT id, embedding FROM mem_embedding WHERE id > :after ORDER BY id
 
+-- name: mem_count_embeddings_after
+-- How many memory vectors lie above an id: the RAM index sizes its matrix once before loading them.
+SELECT count(*) FROM mem_embedding WHERE id > :after
+
 -- name: mem_max_embedding_id
 -- The highest memory id with a vector, 0 when none: the RAM index's high-water mark.
 SELECT coalesce(max(id), 0) FROM mem_embedding
