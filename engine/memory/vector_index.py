@@ -63,15 +63,15 @@ def _stack(rows: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ids, dtype=np.int64), np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
 
 
-def _load(conn: Any, index: _Index, after_id: int) -> None:
-    """Append every vector above `after_id`, LOAD_CHUNK_ROWS blobs at a time, into a matrix sized once.
+def _load(conn: Any, index: _Index, after_id: int, reserve: int = 0) -> None:
+    """Append every vector above `after_id`, LOAD_CHUNK_ROWS blobs at a time (into room for `reserve` rows).
 
     Joining all the blobs and then copying them into the buffer held the vectors three times over at
     the peak (the blobs, their join, the buffer): 30 MB of RSS for a 9 MB matrix at 6,000 memories,
-    450 MB for 150 MB at 100k. Chunked into a buffer reserved for the count, the peak is the matrix
-    plus one chunk (its untouched spare capacity is not resident).
+    450 MB for 150 MB at 100k. A build reserves its count and appends chunks, so its peak is the
+    matrix plus one chunk (the untouched spare capacity is not resident); extending by the few
+    vectors written since needs no count (the buffer grows by half when full).
     """
-    reserve = index.size + store.count_embeddings_after(conn, after_id)
     chunk: list[Any] = []
     for row in store.embeddings_after(conn, after_id):
         chunk.append(row)
@@ -131,7 +131,7 @@ def _current(conn: Any) -> _Index:
         if index is None or index.stamp != stamp or max_id < index.max_id:
             index = _Index(stamp, max_id, np.zeros(0, dtype=np.int64),
                            np.zeros((0, 0), dtype=np.float32), _missing(conn, 0, max_id))
-            _load(conn, index, 0)
+            _load(conn, index, 0, reserve=store.count_embeddings_after(conn, 0))
             _CACHE.put(conn, 0, stamp, index)
         else:
             if index.missing:
