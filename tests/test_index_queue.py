@@ -23,6 +23,7 @@ from engine.memory.ingest import TurnInput, record_turn
 from engine.store import connect
 from tests.api_support import T0, HashEmbedder, RecordingLog
 from tests.test_host import make_companion, settings
+from tests.test_vector_indexer import GatedEmbedder
 
 
 class CountingGate:
@@ -114,12 +115,12 @@ async def test_a_failing_batch_is_logged_by_kind_and_the_other_companions_go_on(
     assert failed == [{"error": "OSError"}]
 
 
-class GatedEmbedder(HashEmbedder):
-    """Passages block until the test opens `gate`; records which texts each call got, and two calls at once."""
+class RecordingEmbedder(GatedEmbedder):
+    """The indexer tests' gated model, also recording which texts each call got, and two calls at once."""
 
     def __init__(self) -> None:
-        self.gate = threading.Event()
-        self.calls: list[list[str]] = []
+        super().__init__()
+        self.texts: list[list[str]] = []
         self.inside = 0
         self.overlapped = False
         self._lock = threading.Lock()
@@ -128,10 +129,8 @@ class GatedEmbedder(HashEmbedder):
         with self._lock:
             self.inside += 1
             self.overlapped |= self.inside > 1
-            self.calls.append(list(texts))
+            self.texts.append(list(texts))
         try:
-            if not self.gate.wait(timeout=30):
-                raise TimeoutError("gate never opened")
             return super().embed_passages(texts)
         finally:
             with self._lock:
@@ -162,16 +161,16 @@ async def test_a_host_drains_every_companion_through_one_loop_and_a_closing_comp
     handles = ("a1", "b2", "c3")
     for handle in handles:
         pending_turns(make_companion(tmp_path, handle), handle, 2)
-    model = GatedEmbedder()
+    model = RecordingEmbedder()
     host = Host(settings(), tmp_path, FakeClock(T0), None, embedder=model, api=False)
     host.log = RecordingLog()
     await host.start()  # each companion's first drain finds her rows left pending
     try:
         assert {id(r.indexer.queue) for r in host.runtimes.values() if r.indexer} == {id(host.shared.index_queue)}
         async with asyncio.timeout(10):
-            while not model.calls:
+            while not model.texts:
                 await asyncio.sleep(0)
-        first = model.calls[0][0].split(" ")[0]  # whose batch is in flight
+        first = model.texts[0][0].split(" ")[0]  # whose batch is in flight
         closing = asyncio.ensure_future(host._close_one(first, "test"))
         for _ in range(20):
             await asyncio.sleep(0)
@@ -184,6 +183,6 @@ async def test_a_host_drains_every_companion_through_one_loop_and_a_closing_comp
                 await asyncio.sleep(0.01)
         assert not model.overlapped  # one indexing thread: one batch at a time, whoever's it is
         assert pending_of(tmp_path / f"{first}.db") == 4  # the batch she stopped under was not written
-        assert all(call[0].split(" ")[0] != first for call in model.calls[1:])  # no turn after she closed
+        assert all(call[0].split(" ")[0] != first for call in model.texts[1:])  # no turn after she closed
     finally:
         await host.shutdown()
