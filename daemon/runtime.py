@@ -9,7 +9,7 @@ back to back) when her connection is idle, and on her own DB thread when it is n
 the same function as single-file mode's (engine/inner.step_inner), so she lives the same life whichever
 way she is served.
 
-What is shared (the embedding model, the vector indexer's thread, the job slots, the interactive gate)
+What is shared (the embedding model, the indexing loop and its thread, the job slots, the interactive gate)
 comes in as `Shared`; what is hers (lock, connection, DB thread, persona, indexer watermark, event
 cursor) lives here, so a slow companion only ever blocks her own thread (the lane never waits for her).
 """

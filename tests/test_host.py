@@ -53,8 +53,8 @@ def settings(interval_s: float = 10.0, watch_s: float = 5.0) -> Settings:
                                daemon=DaemonSettings(watch_s=watch_s, beat_s=interval_s))
 
 
-def make_host(folder: Path, clock: FakeClock, **kw: Any) -> Host:
-    host = Host(settings(**kw), folder, clock, None, embedder=HashEmbedder(), api=False)
+def make_host(folder: Path, clock: FakeClock, embedder: Any = None, **kw: Any) -> Host:
+    host = Host(settings(**kw), folder, clock, None, embedder=embedder or HashEmbedder(), api=False)
     host.log = RecordingLog()
     return host
 
@@ -69,12 +69,13 @@ def beats_of(path: Path) -> int:
 
 
 @contextlib.asynccontextmanager
-async def served(folder: Path, *handles: str, **kw: Any) -> AsyncIterator[tuple[Host, FakeClock]]:
-    """A started host over new companions `handles` in `folder` (settings(**kw)), shut down on the way out."""
+async def served(folder: Path, *handles: str, embedder: Any = None,
+                 **kw: Any) -> AsyncIterator[tuple[Host, FakeClock]]:
+    """A started host over `folder` with new companions `handles` (settings(**kw)), shut down on the way out."""
     for handle in handles:
         make_companion(folder, handle)
     clock = FakeClock(T0)
-    host = make_host(folder, clock, **kw)
+    host = make_host(folder, clock, embedder, **kw)
     await host.start()
     try:
         yield host, clock

@@ -15,14 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from daemon.clock import FakeClock
-from daemon.host import Host
 from daemon.index_queue import IndexQueue
 from engine.memory.indexer import count_pending
 from engine.memory.ingest import TurnInput, record_turn
 from engine.store import connect
-from tests.api_support import T0, HashEmbedder, RecordingLog
-from tests.test_host import make_companion, settings
+from tests.api_support import HashEmbedder, RecordingLog
+from tests.test_host import make_companion, served
 from tests.test_vector_indexer import GatedEmbedder
 
 
@@ -162,10 +160,7 @@ async def test_a_host_drains_every_companion_through_one_loop_and_a_closing_comp
     for handle in handles:
         pending_turns(make_companion(tmp_path, handle), handle, 2)
     model = RecordingEmbedder()
-    host = Host(settings(), tmp_path, FakeClock(T0), None, embedder=model, api=False)
-    host.log = RecordingLog()
-    await host.start()  # each companion's first drain finds her rows left pending
-    try:
+    async with served(tmp_path, embedder=model) as (host, _clock):  # each first drain finds her rows pending
         assert {id(r.indexer.queue) for r in host.runtimes.values() if r.indexer} == {id(host.shared.index_queue)}
         async with asyncio.timeout(10):
             while not model.texts:
@@ -184,5 +179,3 @@ async def test_a_host_drains_every_companion_through_one_loop_and_a_closing_comp
         assert not model.overlapped  # one indexing thread: one batch at a time, whoever's it is
         assert pending_of(tmp_path / f"{first}.db") == 4  # the batch she stopped under was not written
         assert all(call[0].split(" ")[0] != first for call in model.texts[1:])  # no turn after she closed
-    finally:
-        await host.shutdown()
