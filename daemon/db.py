@@ -1,14 +1,15 @@
-"""The daemon's async handle on its database: engine functions run on aiosqlite's one worker thread.
+"""The daemon's async handle on its database: engine functions run on a DB pool thread, in order.
 
 Engine store functions are plain synchronous `fn(conn, ...)`; the daemon must not block its event
-loop on SQLite, and one connection must be used from one thread. aiosqlite already owns exactly
-that thread, so `call()` queues the function onto it (through aiosqlite's `_execute`, the one
-private entry point we use; the version range in pyproject.toml pins it).
+loop on SQLite, and one connection must be used from one thread at a time. `call()` queues the
+function on her connection's lane (daemon/db_pool.py): the pool runs a lane's calls in order on
+whichever of its threads is free, so a thousand companions share a few threads instead of holding one
+each (aiosqlite's design, 45 KiB of RSS a thread), and a slow call still holds only its own thread.
 
 A many-companion host also runs her heartbeats on ONE shared thread (daemon/beat_lane.py), a
 second's group back to back while the CPU is warm: `run_if_free` uses her connection from that
-thread when hers is idle. A lock held around every use keeps the connection to one thread at a
-time; when hers is busy, the beat goes to her own queue (`enqueue`) and waits its turn there.
+thread when it is idle. A lock held around every use keeps the connection to one thread at a
+time; when hers is busy, the beat goes to her lane (`enqueue`) and waits its turn there.
 
 It is also where a storage fault becomes a state: every call's SQLITE_FULL / ENOSPC is raised as
 StorageFullError (engine.store.connect.store_fault, the one mapping), `fault` then says why writes
@@ -21,13 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiosqlite
-
+from daemon.db_pool import DbPool, Lane, default_pool
 from engine.errors import StorageFullError
 from engine.store import connect
 from engine.store.connect import store_fault
@@ -37,70 +38,82 @@ CLOSE_TIMEOUT_S = 5.0
 
 
 class AsyncStore:
-    def __init__(self, path: Path, cache_kib: int | None = None, lookaside: bool = True):
+    def __init__(self, path: Path, cache_kib: int | None = None, lookaside: bool = True, pool: DbPool | None = None):
         self.path = path
         self.cache_kib = cache_kib  # the connection's page cache (engine.store.connect); None = SQLite's default
         self.lookaside = lookaside  # False: SQLite's per-connection allocation pool off (engine/store/lookaside.py)
-        self._aconn: aiosqlite.Connection | None = None
+        self.pool = pool or default_pool()
+        self._lane: Lane | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._open = False  # False before open() and from close() on: new calls are refused
+        self._closed = False  # the connection is closed: a call that still reaches it fails (read under _lock)
         self.fault: str | None = None  # why writes fail right now (disk full), None when they work
-        self._lock = threading.Lock()  # held by whichever thread uses the connection: hers, or the beat lane
+        self._lock = threading.Lock()  # held by whichever thread uses the connection: a pool thread, or the beat lane
 
     async def open(self) -> AsyncStore:
-        self._aconn = aiosqlite.Connection(
-            lambda: connect(self.path, check_same_thread=False, cache_kib=self.cache_kib, lookaside=self.lookaside),
-            iter_chunk_size=64,
-        )
-        await self._aconn
+        lane = Lane(self.pool)
+        future: asyncio.Future[sqlite3.Connection] = asyncio.get_running_loop().create_future()
+        lane.put(future, lambda: connect(self.path, check_same_thread=False, cache_kib=self.cache_kib,
+                                         lookaside=self.lookaside))
+        self._conn = await future
+        self._lane, self._open = lane, True
         return self
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run `fn(conn, *args, **kwargs)` on the database thread and return its result."""
-        assert self._aconn is not None, "AsyncStore.open() first"
-        return await self._aconn._execute(self._wrap(self._aconn, fn, args, kwargs))
+        """Run `fn(conn, *args, **kwargs)` on a DB thread, after every call queued before it, and return its result."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._lane_or_closed().put(future, self._wrap(fn, args, kwargs))
+        return await future
 
     def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """Queue `fn(conn, *args)` on the database thread; its future (no task, no coroutine).
+        """Queue `fn(conn, *args)` on her lane; its future (no task, no coroutine).
 
         For the many-companion host's heartbeats: a thousand companions beating every 15 s pay for
         each Task and coroutine step on the one event loop (~0.3 ms a beat), a future costs a tenth.
-        Same queue and thread as `call`, so it keeps the order of everything else on her connection.
+        Same lane as `call`, so it keeps the order of everything else on her connection.
         """
-        aconn = self._aconn
-        if aconn is None or not aconn._running or aconn._connection is None:
-            raise ValueError("Connection closed")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        aconn._tx.put_nowait((future, self._wrap(aconn, fn, args, {})))
+        self._lane_or_closed().put(future, self._wrap(fn, args, {}))
         return future
 
     def enqueue(self, future: asyncio.Future[Any], fn: Callable[..., Any], *args: Any) -> None:
-        """Queue `fn(conn, *args)` on her thread to resolve `future` (which the caller made): safe from any thread."""
-        aconn = self._aconn
-        if aconn is None or not aconn._running or aconn._connection is None:
-            future.get_loop().call_soon_threadsafe(aiosqlite.core.set_exception, future, ValueError("Connection closed"))
+        """Queue `fn(conn, *args)` on her lane to resolve `future` (which the caller made): safe from any thread."""
+        lane = self._lane
+        if lane is None or not self._open:
+            future.get_loop().call_soon_threadsafe(_fail_closed, future)
             return
-        aconn._tx.put_nowait((future, self._wrap(aconn, fn, args, {})))
+        lane.put(future, self._wrap(fn, args, {}))
 
     def run_if_free(self, fn: Callable[..., T], *args: Any) -> tuple[bool, T | None]:
         """From another thread: (True, fn(conn, *args)) when her connection is idle; (False, None) when in use.
 
         Never waits: the beat lane must not stall a second's group behind one companion's long call
-        (a consolidation, a forget); that one's beat then runs on her own thread (`enqueue`). Raises
+        (a consolidation, a forget); that one's beat then runs on her lane (`enqueue`). Raises
         what `fn` raises, with the same storage-fault mapping as `call`.
         """
-        aconn = self._aconn
-        if aconn is None or not self._lock.acquire(blocking=False):
+        conn = self._conn
+        if conn is None or not self._open or not self._lock.acquire(blocking=False):
             return False, None
         try:
-            if not aconn._running or aconn._connection is None:
+            if not self._open or self._closed:
                 return False, None
-            return True, self._run(aconn._connection, fn, args, {})
+            return True, self._run(conn, fn, args, {})
         finally:
             self._lock.release()
 
-    def _wrap(self, aconn: aiosqlite.Connection, fn: Callable[..., T], args: Any, kwargs: Any) -> Callable[[], T]:
+    def _lane_or_closed(self) -> Lane:
+        if self._lane is None or not self._open:
+            raise ValueError("Connection closed")
+        return self._lane
+
+    def _wrap(self, fn: Callable[..., T], args: Any, kwargs: Any) -> Callable[[], T]:
+        conn = self._conn
+
         def run() -> T:
             with self._lock:
-                return self._run(aconn._conn, fn, args, kwargs)
+                if self._closed:  # put by a thread that checked just before close() (the beat lane's enqueue)
+                    raise ValueError("Connection closed")
+                return self._run(conn, fn, args, kwargs)
 
         return run
 
@@ -122,19 +135,30 @@ class AsyncStore:
         return result
 
     async def close(self) -> None:
-        """Close the connection (its last checkpoint included), bounded: a stop must always complete."""
-        if self._aconn is not None:
-            aconn, self._aconn = self._aconn, None
-            try:
-                async with asyncio.timeout(CLOSE_TIMEOUT_S):
-                    # Her thread takes the lock for good: the beat lane (run_if_free) uses this connection no more.
-                    await aconn._execute(self._lock.acquire)
-                    await aconn.close()
-            except Exception:  # a stuck statement: interrupt it; the WAL stays and SQLite replays it on open
-                with contextlib.suppress(Exception):
-                    aconn._conn.interrupt()
-                with contextlib.suppress(Exception):
-                    aconn.stop()  # aiosqlite's thread is not a daemon thread: it must leave, or the process cannot
+        """Close the connection (its last checkpoint included) after the calls queued before, bounded: a stop must complete."""
+        lane, conn = self._lane, self._conn
+        if lane is None or conn is None or not self._open:
+            return
+        self._open = False  # new calls are refused from now on; the queued ones still run, then the close
+
+        def close_for_good() -> None:
+            with self._lock:  # after the beat lane's use, if any; neither it nor a late call uses it again
+                self._closed = True
+                conn.close()
+
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        lane.put(future, close_for_good)
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                await future
+        except Exception:  # a stuck statement: interrupt it; the close runs after it; SQLite replays the WAL on open
+            with contextlib.suppress(Exception):
+                conn.interrupt()
+
+
+def _fail_closed(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(ValueError("Connection closed"))
 
 
 def _truncate_wal(conn: Any) -> None:

@@ -147,6 +147,13 @@ class Host:
         """How late the beats start (GET /v1/health's heartbeat_lag): the last minutes' percentiles, running counts."""
         return self.lag_stats.summary(self.clock.monotonic(), self.settings.heartbeat.lag_warn_ms)
 
+    def db_threads(self) -> dict[str, int]:
+        """The shared DB threads (GET /v1/health's db_threads): a few however many companions, a peak under load."""
+        if self.shared is None:
+            return {"threads": 0, "idle": 0, "peak": 0}
+        pool = self.shared.db_pool
+        return {"threads": pool.threads, "idle": pool.idle, "peak": pool.peak_threads}
+
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
         """Load the shared services, scan, open every companion found, start the API."""
@@ -297,7 +304,7 @@ class Host:
         One thread runs the group back to back (daemon/beat_lane.py): started together on their own
         threads, a second's beats contend for the one interpreter lock and cost more than run in turn
         (measured: bench/many.py's note), and each hop to a thread of its own finds that thread cold.
-        A companion whose connection is busy gets her beat on her own thread; the group goes on.
+        A companion whose connection is busy gets her beat on her own lane; the group goes on.
         """
         due = self.schedule.pop_due(mono)
         group: list[LaneBeat] = []

@@ -9,7 +9,7 @@ of companions. Companions take turns (round robin): one with a long backlog (`an
 --defer-embedding`) does not hold back another's newest turn.
 
 The loop runs on the event loop; a companion's batch (daemon/memory_component.py VectorIndexer)
-reads and writes on her own DB thread and embeds on the one indexing thread here, at idle priority.
+reads and writes on her DB lane and embeds on the one indexing thread here, at idle priority.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Hand freed heap back to the OS: glibc keeps what a thousand companions' threads freed unless asked.
 
-Each companion's DB thread allocates from one of glibc's arenas (opening her file, the schema, her
-first beats), and what those threads free stays in the arenas as free pages that still count in RSS:
+The DB threads allocate from glibc's arenas for each companion (opening her file, the schema, her
+first beats), and what they free stays in the arenas as free pages that still count in RSS:
 44 KiB a companion at 1,000 companions, 44 MB (measured with the bench's files: RssAnon before and
 after one malloc_trim(0), which took 5 ms). So the host trims once after its start scan and then
 every TRIM_EVERY_S.

@@ -5,13 +5,14 @@ spreads over a dozen thread hops per heartbeat (switch read, life step, beat rec
 schedule and claim, lease recovery, checkpoint, each one `await store.call`) is here ONE call
 (`beat_batch`): a hop costs ~0.1 ms of CPU, and 1,000 companions beating every 60 s must fit in 2 % of
 a core. The host runs that call on its beat lane (daemon/beat_lane.py: one thread, a second's group
-back to back) when her connection is idle, and on her own DB thread when it is not. The life step is
+back to back) when her connection is idle, and on her lane of the DB pool when it is not. The life step is
 the same function as single-file mode's (engine/inner.step_inner), so she lives the same life whichever
 way she is served.
 
 What is shared (the embedding model, the indexing loop and its thread, the job slots, the interactive gate)
-comes in as `Shared`; what is hers (lock, connection, DB thread, persona, indexer watermark, event
-cursor) lives here, so a slow companion only ever blocks her own thread (the lane never waits for her).
+comes in as `Shared`; what is hers (lock, connection and its lane, persona, indexer watermark,
+event cursor) lives here, so a slow companion only ever blocks her own lane (the beat lane never waits for her;
+the DB pool starts a thread when every one is busy).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from daemon.checkpoint import WAL_SOFT_LIMIT_BYTES, hand_over_checkpoints
 from daemon.clock import Clock, wall_step
 from daemon.component import DaemonContext
 from daemon.db import AsyncStore
+from daemon.db_pool import DbPool
 from daemon.memory_component import VectorIndexer
 from engine import jobs
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
@@ -65,7 +67,7 @@ SQLITE_BUSY, SQLITE_LOCKED = 5, 6
 # (engine/store/lookaside.py: 32 KiB a connection, for a hundredth of a millisecond a beat).
 PAGE_CACHE_KIB = 16
 # A PASSIVE checkpoint copies the beat's few pages and fsyncs the file: 0.35 ms of CPU and ~4 ms of her
-# DB thread each time (measured here), more than the rest of the beat. Every 8th beat (2 min at 15 s)
+# DB lane each time (measured here), more than the rest of the beat. Every 8th beat (2 min at 15 s)
 # it is 0.04 ms a beat, and her WAL holds at most ~8 beats of pages (plus her chats, which the size
 # bound below still caps at WAL_SOFT_LIMIT_BYTES, checked every beat).
 CHECKPOINT_EVERY_BEATS = 8
@@ -83,6 +85,7 @@ class Shared:
     worker: Any  # daemon.worker.SharedWorker: bounded job slots across companions
     services: dict[str, Any] = field(default_factory=dict)  # e.g. the one interactive gate
     api: Any = None  # daemon.host.ApiBeat once the API listens: its step joins each beat's batch
+    db_pool: DbPool = field(default_factory=DbPool)  # the threads every companion's connection calls run on
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ class BeatInput:
     api_step: Any  # the API's part of the beat (her token digests), a function of the connection, or None
     checkpoint: bool  # a PASSIVE checkpoint is due this beat (a TRUNCATE one whenever the WAL is past its bound)
     clock_step: tuple[float, float] | None  # (step_s, elapsed_s) when the wall clock was stepped since the last beat
-    checkpoint_here: bool = True  # False on the beat lane: a due checkpoint (an fsync) is left to her own thread
+    checkpoint_here: bool = True  # False on the beat lane: a due checkpoint (an fsync) is left to her lane
     # What the last beat left (BeatResult.seen, .switches, .memory_high): when nothing was written to her file
     # since, by another process (data_version) or on her own connection (total_changes), this beat reuses them.
     seen: tuple[int, int] | None = None
@@ -137,11 +140,11 @@ class BeatResult:
 
 def beat_on(conn: Any, settings: Settings, persona: Persona | None, has_companion: bool, beat: BeatInput,
             on_lane: bool) -> BeatResult:
-    """`beat_batch` on her own thread, or on the host's beat lane (daemon/beat_lane.py), where nothing may wait.
+    """`beat_batch` on her lane, or on the host's beat lane (daemon/beat_lane.py), where nothing may wait.
 
     On the lane, her write lock is taken without the busy timeout: when another process holds it (an
-    `anima` command writing her file), the beat is handed back (Deferred) to wait on her own thread,
-    and a due checkpoint (an fsync) is left to her thread too.
+    `anima` command writing her file), the beat is handed back (Deferred) to wait on her lane,
+    and a due checkpoint (an fsync) is left to her lane too.
     """
     if not on_lane:
         return _timed(beat_batch(conn, settings, persona, has_companion, beat), beat)
@@ -167,7 +170,7 @@ def _busy(exc: BaseException) -> bool:
 
 def beat_batch(conn: Any, settings: Settings, persona: Persona | None, has_companion: bool,
                beat: BeatInput) -> BeatResult:
-    """A companion's whole heartbeat on her DB thread, in ONE write transaction, each step in a savepoint.
+    """A companion's whole heartbeat on her connection, in ONE write transaction, each step in a savepoint.
 
     Order follows single-file mode: switches first (every later step obeys this beat's values), then
     the recorded writes, the life step, offers, jobs, vectors, the beat record; the checkpoint after
@@ -354,7 +357,7 @@ class CompanionRuntime:
         now, mono = self.clock.now(), self.clock.monotonic()
         recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log)
         self.schema = int(recovered["schema"])
-        store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB, lookaside=False).open()
+        store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB, lookaside=False, pool=self.shared.db_pool).open()
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, started_at=now, last_beat_at=now)
         self.ctx = ctx
@@ -391,14 +394,14 @@ class CompanionRuntime:
         return {"beats": self.beats, "clock_steps": self.clock_steps}
 
     async def beat(self, due_mono: float) -> float:
-        """One heartbeat on her own thread; returns its lag in ms (how late it started against its due time)."""
+        """One heartbeat on her lane; returns its lag in ms (how late it started against its due time)."""
         future = self.start_beat(due_mono)
         with contextlib.suppress(Exception):  # logged by _finish, which ran first
             await future
         return self.last_lag_ms
 
     def start_beat(self, due_mono: float) -> asyncio.Future[Any]:
-        """Queue her whole beat on her own DB thread (the host's beat lane runs `prepare_beat`'s work itself)."""
+        """Queue her whole beat on her lane (the host's beat lane runs `prepare_beat`'s work itself)."""
         future, work = self.prepare_beat(due_mono)
         assert self.ctx is not None
         self.ctx.store.enqueue(future, work, False)
@@ -505,7 +508,7 @@ class CompanionRuntime:
             self.indexer.wake()
         if result.checkpoint is not None:
             self._log_checkpoint(result.checkpoint)
-        elif result.checkpoint_mode is not None:  # the lane left it to her thread (its fsync must not hold the lane)
+        elif result.checkpoint_mode is not None:  # the beat lane left it to her lane (its fsync must not hold the beat lane)
             with contextlib.suppress(ValueError):  # closing: her close checkpoints anyway
                 ctx.store.submit(run_checkpoint, result.checkpoint_mode).add_done_callback(self._checkpoint_done)
 

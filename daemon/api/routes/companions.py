@@ -48,6 +48,9 @@ async def host_health(request: web.Request, app: ApiApp, body: None) -> dict[str
     lag = getattr(registry, "heartbeat_lag", None)
     if callable(lag):
         out["heartbeat_lag"] = lag()
+    db_threads = getattr(registry, "db_threads", None)
+    if callable(db_threads):
+        out["db_threads"] = db_threads()
     if contexts:
         out["now"] = contexts[0].clock.now()
     if faulted:
