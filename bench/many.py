@@ -511,6 +511,8 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
         _, health = await get_json(sock, "/v1/health")
         _, listing = await get_json(sock, "/v1/companions")
         out["caches_end"] = find_caches(health) or find_caches(listing)
+        out["db_threads_end"] = health.get("db_threads")  # the shared DB pool: now, idle, peak (None before it)
+        out["threads_end"] = proc.threads()
     finally:
         await rss.stop()
         out["rss"] = {"vmrss_mb_max": max(rss.samples) if rss.samples else None,
