@@ -41,18 +41,26 @@ class DbPool:
         self.idle_exit_s = idle_exit_s
         self.name = name
         self._ready: deque[Lane] = deque()
-        self._cond = threading.Condition(threading.Lock())
+        self._mutex = threading.Lock()
+        # The sleeping threads' wake locks, the most recently idle last. A lane wakes the LAST one: a
+        # few calls a second then keep one warm thread busy and let the others time out and leave.
+        # (threading.Condition wakes the longest waiter first: every thread got a call every few
+        # seconds, none stayed idle for a minute, and a burst's threads never left.)
+        self._sleepers: list[threading.Lock] = []
         self.threads = 0  # alive now
-        self.idle = 0  # alive and waiting for a lane
+        self.idle = 0  # alive and not running a lane (asleep, or on the way back to sleep)
         self.peak_threads = 0
         self.started = 0  # threads ever started (tests and benches read these counters)
 
     def schedule(self, lane: Lane) -> None:
         """A lane has calls: an idle thread takes it, or a new thread starts for it."""
-        with self._cond:
+        with self._mutex:
             self._ready.append(lane)
             if len(self._ready) <= self.idle:
-                self._cond.notify()
+                # Idle threads not asleep (on their way back, or woken) each take a lane before sleeping:
+                # wake a sleeper only for lanes beyond those, so the thread that just answered takes the next call.
+                if len(self._ready) > self.idle - len(self._sleepers):
+                    self._sleepers.pop().release()
                 return
             self.threads += 1
             self.started += 1
@@ -61,20 +69,22 @@ class DbPool:
         try:
             threading.Thread(target=self._work, name=name, daemon=True).start()
         except RuntimeError:  # no thread to be had: the lane stays in line for the next thread that frees up
-            with self._cond:
+            with self._mutex:
                 self.threads -= 1
             raise
 
     def _work(self) -> None:
         # Daemon threads: a call stuck past every stop bound must not keep the process alive (SQLite's
         # WAL makes a process that ends mid-transaction the same as one killed: nothing acknowledged lost).
+        wake = threading.Lock()
+        wake.acquire()  # held while awake; a lane releases it to wake this thread
         counted_idle = False
         while True:
-            with self._cond:
+            with self._mutex:
                 if not counted_idle:
                     self.idle += 1
                 while not self._ready:
-                    if not self._cond.wait(self.idle_exit_s) and not self._ready and self.threads > self.min_threads:
+                    if not self._sleep(wake) and not self._ready and self.threads > self.min_threads:
                         self.idle -= 1
                         self.threads -= 1
                         return
@@ -82,13 +92,29 @@ class DbPool:
                 lane = self._ready.popleft()
             counted_idle = lane.run_pending(self._count_idle)
 
+    def _sleep(self, wake: threading.Lock) -> bool:
+        """With the mutex held: sleep until a lane wakes this thread (True) or idle_exit_s passes (False)."""
+        self._sleepers.append(wake)
+        self._mutex.release()
+        try:
+            woken = wake.acquire(timeout=self.idle_exit_s)
+        finally:
+            self._mutex.acquire()
+        if not woken:
+            if wake in self._sleepers:
+                self._sleepers.remove(wake)
+            else:  # a lane woke it just after the timeout: take the release back, the lane is in line
+                wake.acquire()
+                woken = True
+        return woken
+
     def _count_idle(self) -> None:
         """A thread is about to answer its lane's last call: idle from now, so the caller's next call finds it.
 
         Counted before the answer, not after: the caller's next call would otherwise often arrive while
         this thread was still on its way back, find no idle thread, and start another.
         """
-        with self._cond:
+        with self._mutex:
             self.idle += 1
 
 

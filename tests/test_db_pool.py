@@ -121,6 +121,36 @@ async def test_threads_busy_at_once_leave_once_idle(tmp_path: Path) -> None:
         await store.close()
 
 
+async def test_a_steady_trickle_of_calls_keeps_one_thread_and_lets_a_burst_s_threads_leave(tmp_path: Path) -> None:
+    """An idle host still calls a few times a second (checkpoints): the most recently idle thread takes
+    each call, so the others stay idle long enough to leave. Waking the longest-idle thread first (as
+    threading.Condition does) gave every thread a call in turn, and none ever left."""
+    pool = DbPool(idle_exit_s=0.2)
+    stores = await open_stores(tmp_path, pool, 4)
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+
+    def hold(conn: Any) -> None:
+        entered.release()
+        release.wait(30)
+
+    held = [asyncio.ensure_future(store.call(hold)) for store in stores]
+    for _ in stores:
+        assert await asyncio.to_thread(entered.acquire, True, 30)
+    release.set()
+    await asyncio.gather(*held)
+    assert pool.threads == 4
+    deadline = time.monotonic() + 30  # a bound for a slow machine, not a timing assertion
+    calls = 0
+    while pool.threads > pool.min_threads and time.monotonic() < deadline:
+        await stores[calls % 4].call(lambda conn: conn.execute("SELECT 1").fetchone())  # one at a time, no pause
+        calls += 1
+    assert pool.threads == pool.min_threads
+    assert calls > 4  # the trickle ran while the others timed out
+    for store in stores:
+        await store.close()
+
+
 async def test_close_runs_the_calls_queued_before_it_and_refuses_the_ones_after(tmp_path: Path) -> None:
     store = await AsyncStore(tmp_path / "a.db", pool=DbPool()).open()
     await store.call(lambda conn: conn.execute("CREATE TABLE t (x)"))
