@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from daemon.db_pool import DbPool, Lane, default_pool
+from daemon.db_pool import DbPool, Lane, default_pool, set_exception
 from engine.errors import StorageFullError
 from engine.store import connect
 from engine.store.connect import store_fault
@@ -80,7 +80,7 @@ class AsyncStore:
         """Queue `fn(conn, *args)` on her lane to resolve `future` (which the caller made): safe from any thread."""
         lane = self._lane
         if lane is None or not self._open:
-            future.get_loop().call_soon_threadsafe(_fail_closed, future)
+            future.get_loop().call_soon_threadsafe(set_exception, future, ValueError("Connection closed"))
             return
         lane.put(future, self._wrap(fn, args, {}))
 
@@ -95,7 +95,7 @@ class AsyncStore:
         if conn is None or not self._open or not self._lock.acquire(blocking=False):
             return False, None
         try:
-            if not self._open or self._closed:
+            if not self._open:  # close() began meanwhile (it sets this before the connection closes)
                 return False, None
             return True, self._run(conn, fn, args, {})
         finally:
@@ -154,11 +154,6 @@ class AsyncStore:
         except Exception:  # a stuck statement: interrupt it; the close runs after it; SQLite replays the WAL on open
             with contextlib.suppress(Exception):
                 conn.interrupt()
-
-
-def _fail_closed(future: asyncio.Future[Any]) -> None:
-    if not future.done():
-        future.set_exception(ValueError("Connection closed"))
 
 
 def _truncate_wal(conn: Any) -> None:

@@ -152,7 +152,7 @@ class Lane:
             try:
                 result, setter = fn(), _set_result
             except BaseException as exc:  # the caller's to handle; the thread goes on with the next call
-                result, setter = exc, _set_exception
+                result, setter = exc, set_exception
             with self._mutex:
                 last = not self._calls
                 if last:
@@ -175,7 +175,8 @@ def _set_result(future: asyncio.Future[Any], result: Any) -> None:
         future.set_result(result)
 
 
-def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+def set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    """On the future's loop: fail it unless its caller gave up on it already."""
     if not future.done():
         future.set_exception(exc)
 

@@ -24,6 +24,26 @@ async def open_stores(tmp_path: Path, pool: DbPool, count: int) -> list[AsyncSto
     return [await AsyncStore(tmp_path / f"c{i}.db", pool=pool).open() for i in range(count)]
 
 
+async def burst(pool: DbPool, stores: list[AsyncStore]) -> int:
+    """A call on every store at once, each held until all are on a thread of its own; the pool's threads then."""
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+
+    def hold(conn: Any) -> None:
+        entered.release()
+        release.wait(30)
+
+    held = [asyncio.ensure_future(store.call(hold)) for store in stores]
+    try:
+        for _ in stores:
+            assert await asyncio.to_thread(entered.acquire, True, 30)
+        threads = pool.threads
+    finally:
+        release.set()
+    await asyncio.gather(*held)
+    return threads
+
+
 async def test_calls_on_one_connection_run_in_order_and_never_at_once(tmp_path: Path) -> None:
     pool = DbPool()
     store = await AsyncStore(tmp_path / "a.db", pool=pool).open()
@@ -99,19 +119,7 @@ async def test_many_idle_connections_share_one_thread(tmp_path: Path) -> None:
 async def test_threads_busy_at_once_leave_once_idle(tmp_path: Path) -> None:
     pool = DbPool(idle_exit_s=0.05)
     stores = await open_stores(tmp_path, pool, 6)
-    release = threading.Event()
-    entered = threading.Semaphore(0)
-
-    def hold(conn: Any) -> None:
-        entered.release()
-        release.wait(30)
-
-    held = [asyncio.ensure_future(store.call(hold)) for store in stores]
-    for _ in stores:  # every connection's call is on a thread of its own at the same moment
-        assert await asyncio.to_thread(entered.acquire, True, 30)
-    assert pool.threads == 6
-    release.set()
-    await asyncio.gather(*held)
+    assert await burst(pool, stores) == 6
     deadline = time.monotonic() + 30  # a bound for a slow machine, not a timing assertion
     while pool.threads > pool.min_threads and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
@@ -127,18 +135,7 @@ async def test_a_steady_trickle_of_calls_keeps_one_thread_and_lets_a_burst_s_thr
     threading.Condition does) gave every thread a call in turn, and none ever left."""
     pool = DbPool(idle_exit_s=0.2)
     stores = await open_stores(tmp_path, pool, 4)
-    release = threading.Event()
-    entered = threading.Semaphore(0)
-
-    def hold(conn: Any) -> None:
-        entered.release()
-        release.wait(30)
-
-    held = [asyncio.ensure_future(store.call(hold)) for store in stores]
-    for _ in stores:
-        assert await asyncio.to_thread(entered.acquire, True, 30)
-    release.set()
-    await asyncio.gather(*held)
+    await burst(pool, stores)
     assert pool.threads == 4
     deadline = time.monotonic() + 30  # a bound for a slow machine, not a timing assertion
     calls = 0
