@@ -165,6 +165,27 @@ class ApiSettings:
 
 
 @dataclass(frozen=True)
+class ModelSettings:
+    """The one chat model (any OpenAI-compatible API): chat replies and the consolidation operator use it."""
+
+    base_url: str = ""
+    name: str = ""
+    api_key_env: str = "ANIMA_MODEL_API_KEY"
+    timeout_s: float = 60.0
+    connect_timeout_s: float = 5.0
+    max_tokens: int = 0
+    temperature: float = -1.0
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    prompt_template: str = ""
+    prompt_budget_chars: int = 2400
+    told_min_overlap: float = 0.4
+    repeat_window_s: float = 900.0
+
+
+@dataclass(frozen=True)
 class DaemonSettings:
     companions_dir: str = ""
     watch_s: float = 5.0
@@ -192,6 +213,8 @@ class Settings:
     consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
+    model: ModelSettings = field(default_factory=ModelSettings)
+    chat: ChatSettings = field(default_factory=ChatSettings)
 
 
 # Checks beyond the type: (section, key) -> (predicate, what a valid value is).
@@ -251,6 +274,13 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("daemon", "watch_s"): (lambda v: v == 0 or 0.5 <= v <= 3600, "0 (SIGHUP only) or seconds from 0.5 to 3600"),
     ("daemon", "cache_budget_mb"): (lambda v: 16 <= v <= 1_048_576, "megabytes from 16 to 1048576"),
     ("consolidation", "cron_hour"): (lambda v: 0 <= v <= 23, "an hour from 0 to 23"),
+    ("model", "timeout_s"): (lambda v: 0.1 <= v <= 3600, "a number of seconds from 0.1 to 3600"),
+    ("model", "connect_timeout_s"): (lambda v: 0.1 <= v <= 300, "a number of seconds from 0.1 to 300"),
+    ("model", "max_tokens"): (lambda v: 0 <= v <= 1_000_000, "0 (the model's own limit) or a token count"),
+    ("model", "temperature"): (lambda v: v == -1.0 or 0 <= v <= 2, "-1 (the model's default) or 0 to 2"),
+    ("chat", "prompt_budget_chars"): (lambda v: 300 <= v <= 50000, "an integer from 300 to 50000"),
+    ("chat", "told_min_overlap"): (lambda v: 0 < v <= 1, "a fraction above 0, at most 1"),
+    ("chat", "repeat_window_s"): (lambda v: 0 <= v <= 86400, "a number of seconds from 0 to 86400"),
 }
 
 

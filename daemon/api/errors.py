@@ -66,3 +66,17 @@ def classify(exc: BaseException) -> tuple[int, dict[str, Any]]:
         }.get(status, exc.reason or "request refused")
         return status, error_body(code, message)
     return 500, error_body("internal", f"internal error ({type(exc).__name__}); see the daemon log")
+
+
+# OpenAI's error `type` for a status (what its SDK and chat apps read beside the message).
+_OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                 404: "not_found_error", 408: "timeout_error", 413: "invalid_request_error",
+                 415: "invalid_request_error", 429: "rate_limit_error"}
+
+
+def openai_error(status: int, body: dict[str, Any], param: str | None = None) -> dict[str, Any]:
+    """An Error body in OpenAI's shape for the chat endpoint: message, type, param and code (anima's code kept)."""
+    inner = body.get("error", {}) if isinstance(body, dict) else {}
+    kind = _OPENAI_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": str(inner.get("message", "")), "type": kind, "param": param,
+                      "code": inner.get("code")}}

@@ -33,11 +33,12 @@ from typing import Any, cast
 from aiohttp import web
 
 from daemon.api import companions, privacy, scoped, validation
-from daemon.api.errors import ApiError, classify, error_body
+from daemon.api.errors import ApiError, classify, error_body, openai_error
 from daemon.api.gate import RateLimitedLog
 from daemon.api.tokens import TokenBook
 from daemon.component import DaemonContext
 from daemon.registry import CompanionRegistry
+from engine import model_config
 from engine.errors import InputError, StorageFullError, StoreError
 
 Handler = Callable[[web.Request, "ApiState", Any], Awaitable[Any]]
@@ -115,6 +116,18 @@ class ApiApp:
         self.executor = ThreadPoolExecutor(2, thread_name_prefix="api-embed")
         self.tokens = TokenBook()
         self._states: dict[str | None, ApiState] = {}
+        self.model = model_config.resolve(settings)  # the chat model ([model]); its key stays in memory only
+        self._upstream: Any = None
+
+    def upstream(self) -> Any:
+        """The client of the configured chat model (daemon/api/upstream.py), or None when [model] has no base_url."""
+        if not self.model.configured:
+            return None
+        if self._upstream is None:
+            from daemon.api.upstream import Upstream
+
+            self._upstream = Upstream(self.model)
+        return self._upstream
 
     def state_of(self, handle: str | None, ctx: DaemonContext) -> ApiState:
         """Her ApiState; a new one (empty caches) when she is served by another context than before."""
@@ -183,6 +196,8 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
         return response
     except Exception as exc:  # every failure leaves as the Error shape, never a traceback
         status, body = classify(exc)
+        if op is not None and is_openai_path(op.path):  # the chat endpoint answers errors as OpenAI does
+            body = openai_error(status, body, getattr(exc, "param", None))
         if isinstance(exc, StorageFullError) and target is not None:  # a state (health says so), not a bug
             target.storage_full_log().hit(op=op.operation_id if op else None)
         elif status >= 500 and not isinstance(exc, ApiError):
@@ -196,6 +211,11 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
     _log(app, target).debug("api.request", op=op.operation_id if op else None, status=response.status,
                             ms=round((time.perf_counter() - started) * 1000, 2))
     return response
+
+
+def is_openai_path(path: str) -> bool:
+    """The OpenAI-compatible paths (their errors take OpenAI's shape: message, type, param, code)."""
+    return scoped.unscoped_path(path) == "/v1/chat/completions"
 
 
 def _log(app: ApiApp, target: ApiState | None) -> Any:
@@ -375,6 +395,8 @@ def endpoint(handler: Handler | None, host_handler: HostHandler | None = None
             assert handler is not None, f"{op.method} {op.path} is not a companion's path"
             validation.validate_instants(op, body, api.now())
             result = await handler(request, api, body)
+        if isinstance(result, web.StreamResponse):  # a streamed reply (server-sent events) is already sent
+            return result
         status, payload = result if isinstance(result, tuple) else (200, result)
         return await respond(app, api, op, status, payload, request.get(FRESH_INDEX), request[SENT])
 
@@ -416,6 +438,8 @@ def make_app(registry: CompanionRegistry, settings: Any, log: Any, token: str | 
 
     async def close_pool(_app: web.Application) -> None:
         state.executor.shutdown(wait=False, cancel_futures=True)
+        if state._upstream is not None:
+            await state._upstream.close()
 
     app.on_cleanup.append(close_pool)
     return app

@@ -82,7 +82,9 @@ def _scoped_item(item: dict[str, Any]) -> dict[str, Any]:
         op["security"] = SCOPED_SECURITY
         # The unscoped 404 ("no such thing") and 503 stay documented by the shared Error shape; the
         # scoped ones say what only a directory can answer.
-        op["responses"] = {**op.get("responses", {}), **SCOPED_RESPONSES}
+        # An OpenAI-compatible operation keeps its own error responses (OpenAI's shape, e.g. the chat endpoint).
+        own = {status: r for status, r in op.get("responses", {}).items() if "OpenAIError" in json.dumps(r)}
+        op["responses"] = {**op.get("responses", {}), **SCOPED_RESPONSES, **own}
     return scoped
 
 

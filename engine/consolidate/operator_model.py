@@ -9,12 +9,12 @@ validator as the rules operator. Calls and tokens per UTC day are budgeted in th
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from engine import model_config
 from engine.consolidate.plan import Candidate, Entry, Operation, Plan
 from engine.consolidate.validate import PlanRejected
 from engine.http_json import EndpointError, post_json
@@ -35,13 +35,14 @@ SYSTEM_PROMPT = (
 )
 
 
-def from_settings(cs: Any, environ: Mapping[str, str] | None = None) -> ModelOperator | None:
-    """The configured operator, or None when no endpoint is set ([consolidation] model_base_url)."""
-    if not cs.model_base_url:
+def from_settings(settings: Any, environ: Mapping[str, str] | None = None) -> ModelOperator | None:
+    """The configured operator, or None when no model is set ([model] base_url, or the deprecated
+    [consolidation] model_base_url: engine/model_config.py). The daily budget stays [consolidation]'s."""
+    config = model_config.resolve(settings, environ)
+    if not config.configured:
         return None
-    env = os.environ if environ is None else environ
-    key = env.get(cs.model_api_key_env) if cs.model_api_key_env else None
-    return ModelOperator(cs.model_base_url, cs.model_name or "default", key, cs.model_timeout_s,
+    cs = settings.consolidation
+    return ModelOperator(config.base_url, config.name, config.api_key, config.timeout_s,
                          cs.model_daily_calls, cs.model_daily_tokens)
 
 

@@ -41,7 +41,7 @@ class UnknownJobKindError(InputError):
 
 def _consolidate(conn: Any, job: Job, runtime: JobRuntime, now: float) -> dict[str, Any]:
     # The switches are read from the file, not a cache: a job may run minutes after it was queued.
-    model = operator_model.from_settings(runtime.settings.consolidation)
+    model = operator_model.from_settings(runtime.settings)
     return consolidate_once(conn, runtime.embedder, runtime.settings, stored_controls(conn), now, model, job=job,
                             slow_s=runtime.slow_s)
 

@@ -24,3 +24,9 @@ def state_counts(conn: Any) -> dict[str, int]:
 def probe(conn: Any) -> None:
     """One trivial read: the database answers."""
     conn.execute(q("api_db_ok")).fetchone()
+
+
+def chat_turn_latest(conn: Any, base: str) -> tuple[str, float] | None:
+    """(turn_id, recorded at) of the newest turn whose id is `base` or `base-N`; None when none was recorded."""
+    row = conn.execute(q("chat_turn_latest"), {"base": base}).fetchone()
+    return None if row is None else (str(row["turn_id"]), float(row["created_at"]))

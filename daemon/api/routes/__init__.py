@@ -3,12 +3,25 @@ daemon/api/http.py registers, each companion route also under /v1/companions/{ha
 
 from __future__ import annotations
 
-from daemon.api.routes import companions, context, control, forget, life, meta, persona, share, state, turns
+from daemon.api.routes import (
+    chat,
+    companions,
+    context,
+    control,
+    forget,
+    life,
+    meta,
+    persona,
+    share,
+    state,
+    turns,
+)
 
 ROUTES = [
     *turns.ROUTES,
     *forget.ROUTES,
     *context.ROUTES,
+    *chat.ROUTES,
     *share.ROUTES,
     *persona.ROUTES,
     *state.ROUTES,

@@ -1,5 +1,8 @@
 """POST /v1/context: what she should keep in mind for the next reply (cited memories, mood, energy, activity).
 
+The question is `query`, or `messages` (the recent conversation in OpenAI's shape, for front ends that
+keep their own model call): then the recall query is the last user message, as the chat endpoint reads it.
+
 Reads its writes: a turn acknowledged by POST /v1/turns a moment ago may not have its vector yet
 (the memory part's indexer adds it in the background, and yields to requests like this one). So
 this request embeds the newest few of those rows itself ([memory] context_embed_pending, written in
@@ -27,8 +30,10 @@ from aiohttp import web
 from daemon.api.http import ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, inner_view, persona_of
 from daemon.priority import gate_of
+from engine.chat.request import parse_request
 from engine.memory.indexer import FRESH_EMBED_MAX_S, fresh_pending_rows
 from engine.memory.recall import query_lines
+from engine.usecases.chat import recall_query
 from engine.usecases.context import ContextBuilt, build_context
 
 
@@ -45,12 +50,18 @@ def _view(built: ContextBuilt) -> dict[str, Any]:
     }
 
 
+def query_of_messages(messages: list[Any], max_chars: int) -> str:
+    """The recall query of a conversation sent in OpenAI's shape: its last user message (with the turn before
+    it when short), as the chat endpoint reads it; at most `max_chars` ([memory] max_query_chars)."""
+    return recall_query(parse_request({"messages": messages}).dialogue())[:max_chars]
+
+
 async def post_context(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
     async with gate_of(api.ctx.services).serving():  # background embedding waits while a reply is prepared
         return await _context(request, api, body)
 
 
-async def _fresh_rows(api: ApiState, now: float) -> list[Any]:
+async def fresh_rows_for(api: ApiState, now: float) -> list[Any]:
     """The newest pending rows this request should embed itself; no DB trip while the indexer has caught up.
 
     Only while this is the one reply being prepared: a companion has one user, so several context
@@ -67,7 +78,7 @@ async def _fresh_rows(api: ApiState, now: float) -> list[Any]:
     return rows
 
 
-async def _fresh_vectors(api: ApiState, base: Any, rows: list[Any]) -> tuple[list[int], Any] | None:
+async def fresh_vectors_for(api: ApiState, base: Any, rows: list[Any]) -> tuple[list[int], Any] | None:
     """Vectors for `rows`, computed here within FRESH_EMBED_MAX_S; None when there are none.
 
     Rows another request is embedding right now are waited for, not embedded twice
@@ -96,7 +107,7 @@ async def _fresh_vectors(api: ApiState, base: Any, rows: list[Any]) -> tuple[lis
 async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
     now = api.now()
     base = api.embedder()
-    query = body["query"]
+    query = body.get("query") or query_of_messages(body["messages"], api.settings.memory.max_query_chars)
     query_vec = None
     known: dict[str, Any] = {}
     fresh: tuple[list[int], Any] | None = None
@@ -105,10 +116,10 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
         # The query and, for a multi-line one, each of its lines: one model call, off the DB thread,
         # while the DB thread looks for turns still waiting for their vectors.
         texts = list(dict.fromkeys([query.strip(), *query_lines(query.strip())]))
-        vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), _fresh_rows(api, now))
+        vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), fresh_rows_for(api, now))
         known = dict(zip(texts, vectors, strict=True))
         query_vec = known[query.strip()]
-        fresh = await _fresh_vectors(api, base, rows)
+        fresh = await fresh_vectors_for(api, base, rows)
     embedder = PrecomputedEmbedder(base, queries=known)
     built = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
                          body.get("budget"), body.get("turn_id"), query_vec, now, fresh)

@@ -20,3 +20,10 @@ SELECT
 -- name: api_db_ok
 -- The cheapest statement that proves the file answers (GET /v1/health).
 SELECT 1
+
+-- name: chat_turn_latest
+-- The newest turn recorded for a conversation digest (ids `base` and `base-N` sort in [base, base + '.')):
+-- a chat request that repeats a recent conversation reuses its turn and records nothing new.
+SELECT turn_id, max(created_at) AS created_at FROM chat_message
+WHERE turn_id >= :base AND turn_id < :base || '.'
+GROUP BY turn_id ORDER BY created_at DESC LIMIT 1

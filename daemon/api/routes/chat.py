@@ -1,0 +1,219 @@
+"""POST /v1/chat/completions: an OpenAI-compatible reply from the configured model, with her prompt, recorded after.
+
+The route reads the request (engine/chat/request.py), embeds the recall query off the DB thread, lets
+engine/usecases/chat.prepare_chat compose her system prompt, calls the upstream model (daemon/api/upstream.py)
+with it before the client's own system messages, and answers in the Chat Completions shape: one JSON body,
+or with `stream: true` server-sent `chat.completion.chunk` events and `data: [DONE]`. Only when the whole
+reply is in hand (and, streamed, was written to the client) does finish_chat record the turn; an upstream
+failure, a timeout or a client gone mid-stream records nothing. Errors are OpenAI-shaped (daemon/api/errors.py
+openai_error). Logs carry ids, lengths and timings only: never the messages, the prompt or the key.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+from typing import Any
+
+from aiohttp import web
+
+from daemon.api.errors import ApiError, openai_error
+from daemon.api.http import APP, ApiState
+from daemon.api.routes.common import PrecomputedEmbedder, persona_of
+from daemon.api.routes.context import fresh_rows_for, fresh_vectors_for
+from daemon.api.upstream import UpstreamError, delta_of, reply_of
+from daemon.priority import gate_of
+from engine import activity as act
+from engine.chat.prompt import load_template
+from engine.chat.request import ChatRequest, parse_request
+from engine.usecases.chat import ChatFinished, PreparedChat, finish_chat, prepare_chat, recall_query
+
+
+def upstream_body(api: ApiState, model: Any, request: ChatRequest, prepared: PreparedChat) -> dict[str, Any]:
+    """What the model is sent: her prompt first, then the client's system messages, then the conversation."""
+    messages = [{"role": "system", "content": prepared.system_prompt}]
+    messages += [{"role": "system", "content": m.content} for m in request.client_system() if m.content.strip()]
+    messages += [{"role": m.role, "content": m.content} for m in request.dialogue()]
+    body: dict[str, Any] = {**request.passed, "model": model.name, "messages": messages, "stream": request.stream}
+    if model.max_tokens > 0:
+        body["max_tokens"] = model.max_tokens
+        body.pop("max_completion_tokens", None)
+    if model.temperature >= 0:
+        body["temperature"] = model.temperature
+    return body
+
+
+async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: float) -> PreparedChat:
+    base = api.embedder()
+    query = recall_query(chat.dialogue())
+    query_vec = None
+    fresh = None
+    async with gate_of(api.ctx.services).serving():
+        if api.ctx.switches.memory_search and query.strip() and len(query) <= api.settings.memory.max_query_chars:
+            vectors = await api.off_loop(base.embed_queries, [query.strip()])
+            query_vec = vectors[0]
+            fresh = await fresh_vectors_for(api, base, await fresh_rows_for(api, now))
+        embedder = PrecomputedEmbedder(base, queries={query.strip(): query_vec} if query_vec is not None else {})
+        name = str((api.ctx.companion or {}).get("name", ""))
+        parts = load_template(api.settings.chat.prompt_template)
+        prepared: PreparedChat = await api.db(request, prepare_chat, api.settings, persona_of(api), embedder, chat,
+                                              name, parts, query_vec, now, fresh)
+    return prepared
+
+
+async def _finish(request: web.Request, api: ApiState, chat: ChatRequest, prepared: PreparedChat,
+                  reply: str) -> ChatFinished:
+    """Record the turn (and the told offer) once the whole reply is in, as POST /v1/turns would."""
+    now = api.now()
+    base = api.embedder()
+    ts_iso = act.local_time(now, api.settings.life.tz).isoformat(timespec="seconds")
+    indexer = api.ctx.services.get("vector_indexer")
+    texts = [t for t in (chat.last_user, reply) if t and t.strip() and "\x00" not in t]
+    if prepared.offer_text:
+        texts.append(prepared.offer_text)
+    if indexer is not None:
+        passages = {prepared.offer_text: (await api.off_loop(base.embed_passages, [prepared.offer_text]))[0]} \
+            if prepared.offer_text else {}
+        embed = False
+    else:
+        passages = dict(zip(texts, await api.off_loop(base.embed_passages, texts), strict=True)) if texts else {}
+        embed = True
+    embedder = PrecomputedEmbedder(base, passages=passages)
+    done: ChatFinished = await api.db(request, partial(finish_chat, embed=embed), api.settings, persona_of(api),
+                                      embedder, prepared, chat.last_user, reply, ts_iso, now)
+    if done.turn is not None and done.turn.created and indexer is not None:
+        indexer.wake()
+    return done
+
+
+def _completion(model_name: str, reply: str, finish_reason: str | None, upstream: dict[str, Any],
+                created: int, turn_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": str(upstream.get("id") or f"chatcmpl-{turn_id}"),
+        "object": "chat.completion",
+        "created": created,
+        "model": model_name,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                     "finish_reason": finish_reason or "stop", "logprobs": None}],
+    }
+    if isinstance(upstream.get("usage"), dict):
+        out["usage"] = upstream["usage"]
+    return out
+
+
+def _log_reply(api: ApiState, prepared: PreparedChat, done: ChatFinished | None, reply: str, started: float,
+               first_ms: float | None, stream: bool) -> None:
+    api.ctx.log.info("api.chat_replied", turn_id=prepared.turn_id, stream=stream, reply_chars=len(reply),
+                     prompt_chars=len(prepared.system_prompt), recorded=bool(done and done.turn and done.turn.created),
+                     offered=prepared.life_event_id, told=done.told_life_event_id if done else None,
+                     first_chunk_ms=first_ms, total_ms=round((time.perf_counter() - started) * 1000, 1))
+
+
+async def post_chat(request: web.Request, api: ApiState, body: Any) -> Any:
+    chat = parse_request(body)
+    app = request.app[APP]
+    upstream = app.upstream()
+    if upstream is None:
+        raise ApiError(503, "unavailable", "no model is configured: set [model] base_url and name in config.toml "
+                                           "(and the key in the environment variable [model] api_key_env names)")
+    started = time.perf_counter()
+    prepared = await _prepare(request, api, chat, api.now())
+    call = upstream_body(api, upstream.config, chat, prepared)
+    created = int(api.now())
+    if chat.stream:
+        return await _stream(request, api, upstream, chat, prepared, call, created, started)
+    try:
+        completion = await upstream.complete(call)
+        reply, finish_reason = reply_of(completion)
+    except UpstreamError as exc:
+        api.ctx.log.warning("api.chat_upstream_failed", turn_id=prepared.turn_id, status=exc.http_status,
+                            reason=exc.code, ms=round((time.perf_counter() - started) * 1000, 1))
+        raise
+    done = await _finish(request, api, chat, prepared, reply)
+    _log_reply(api, prepared, done, reply, started, None, False)
+    return _completion(upstream.config.name, reply, finish_reason, completion, created, prepared.turn_id)
+
+
+def _sse(payload: Any) -> bytes:
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+
+
+async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: ChatRequest, prepared: PreparedChat,
+                  call: dict[str, Any], created: int, started: float) -> web.StreamResponse:
+    """Relay the upstream chunks as they come; record the turn when the whole reply was written to the client.
+
+    The response starts with the first upstream chunk, so a model server that is down or silent still gets
+    the client a plain 502/504. After that an upstream failure ends the stream with an OpenAI error event
+    (no [DONE]) and records nothing.
+    """
+    response: web.StreamResponse | None = None
+    pieces: list[str] = []
+    first_ms: float | None = None
+    chunk_id = f"chatcmpl-{prepared.turn_id}"
+    finish_reason: str | None = None
+
+    def chunk(delta: dict[str, Any], reason: str | None) -> dict[str, Any]:
+        return {"id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": upstream.config.name,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}]}
+
+    try:
+        async for raw in upstream.stream(call):
+            piece, reason = delta_of(raw)
+            finish_reason = reason or finish_reason
+            if response is None:
+                response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8",
+                                                                   "Cache-Control": "no-cache"})
+                await response.prepare(request)
+                first_ms = round((time.perf_counter() - started) * 1000, 1)
+                await response.write(_sse(chunk({"role": "assistant", "content": ""}, None)))
+            if piece:
+                pieces.append(piece)
+                await response.write(_sse(chunk({"content": piece}, None)))
+    except UpstreamError as exc:
+        api.ctx.log.warning("api.chat_upstream_failed", turn_id=prepared.turn_id, status=exc.http_status,
+                            reason=exc.code, streamed=response is not None,
+                            ms=round((time.perf_counter() - started) * 1000, 1))
+        if response is None:
+            raise
+        await _end_with_error(response, exc)
+        return response
+    except ConnectionError:
+        api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
+        if response is None:
+            raise
+        return response
+    reply = "".join(pieces)
+    if response is None:  # an upstream [DONE] with no chunk at all: an empty reply
+        response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8",
+                                                           "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        await response.write(_sse(chunk({"role": "assistant", "content": ""}, None)))
+    try:
+        await response.write(_sse(chunk({}, finish_reason or "stop")))
+    except ConnectionError:
+        api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
+        return response
+    transport = request.transport
+    if transport is None or transport.is_closing():
+        api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
+        return response
+    done = await _finish(request, api, chat, prepared, reply)
+    _log_reply(api, prepared, done, reply, started, first_ms, True)
+    try:
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+    except ConnectionError:
+        pass  # the reply was complete and recorded; only the end marker was lost
+    return response
+
+
+async def _end_with_error(response: web.StreamResponse, exc: UpstreamError) -> None:
+    try:
+        await response.write(_sse(openai_error(exc.http_status, {"error": {"code": exc.code, "message": str(exc)}})))
+        await response.write_eof()
+    except ConnectionError:
+        pass
+
+
+ROUTES = [("POST", "/v1/chat/completions", post_chat)]

@@ -1,0 +1,142 @@
+"""A chat reply's two steps around the model call: prepare (her prompt and the offer) and finish (record the turn).
+
+`prepare_chat` runs before the upstream call, in one transaction: which turn this conversation is (a
+digest of the user id and the messages so far; the same conversation sent again within [chat]
+repeat_window_s is the same turn), the context for its last user message (the same build_context as
+POST /v1/context: recall, the injection record, her state, the relationship), at most one offer of her
+untold day (the same policy as POST /v1/share), and her system prompt. Nothing of the conversation is
+written here.
+
+`finish_chat` runs after the whole reply arrived, in one transaction: the turn (the last user message and
+her reply) through the same record_turn as POST /v1/turns (appraisal, interruption, the mood push, the
+context block confirmed), and, when the prompt offered an event and the reply tells it
+(engine/chat/told.py), the receipt that makes it told. A failed or abandoned reply never reaches it:
+nothing is recorded and the offer expires untold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from engine.chat import feelings
+from engine.chat.prompt import PromptFacts, compose
+from engine.chat.request import ChatMessage, ChatRequest
+from engine.chat.told import reply_tells
+from engine.life.catalogue import catalogue
+from engine.memory.ingest import TurnInput
+from engine.persona import Persona
+from engine.settings import Settings
+from engine.store import transaction
+from engine.store.api import chat_turn_latest, turn_recorded
+from engine.usecases import share
+from engine.usecases.context import ContextBuilt, build_context
+from engine.usecases.turns import TurnRecorded, record_turn
+
+SHORT_QUERY_CHARS = 12  # a last message this short ("真的吗？") is read with the turn before it
+
+
+@dataclass(frozen=True)
+class PreparedChat:
+    turn_id: str
+    repeat: bool  # this conversation was recorded within the repeat window: finish records nothing
+    system_prompt: str
+    injection_id: str | None
+    share_id: str | None  # the offer her prompt carries (None: nothing offered, or trimmed by the budget)
+    offer_text: str | None  # untold text: only in her prompt, and compared with her reply
+    life_event_id: int | None
+    context: ContextBuilt
+
+
+@dataclass(frozen=True)
+class ChatFinished:
+    turn: TurnRecorded | None  # None: a repeat, nothing recorded
+    told_life_event_id: int | None
+
+
+def conversation_id(user: str | None, messages: tuple[ChatMessage, ...]) -> str:
+    """The turn id base of a conversation: a digest of the end user and every message so far (no text kept)."""
+    canon = json.dumps([user or "", [[m.role, m.content] for m in messages]], ensure_ascii=False,
+                       separators=(",", ":"))
+    return "chat-" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:32]
+
+
+def recall_query(dialogue: list[ChatMessage]) -> str:
+    """The recall query: the last user message, with the turn before it when it is short ("真的吗？")."""
+    last = dialogue[-1].content.strip()
+    if len(last) >= SHORT_QUERY_CHARS or len(dialogue) < 2:
+        return last
+    before = [m.content.strip() for m in dialogue[-3:-1] if m.content.strip()]
+    return "\n".join([*before, last])
+
+
+def turn_for(conn: Any, base: str, now: float, window_s: float) -> tuple[str, bool]:
+    """(turn id, repeat): the newest turn of this conversation when recorded within `window_s`, else a new id."""
+    latest = chat_turn_latest(conn, base)
+    if latest is None:
+        return base, False
+    turn_id, at = latest
+    if now - at <= window_s:
+        return turn_id, True
+    suffix = turn_id[len(base) + 1:] if turn_id != base else "1"
+    number = int(suffix) + 1 if suffix.isdigit() else 2
+    return f"{base}-{number}", False
+
+
+def _facts(built: ContextBuilt, name: str, persona: Persona | None, offer_text: str | None) -> PromptFacts:
+    snapshot = built.snapshot
+    mood = snapshot["mood"]
+    activity = snapshot.get("activity") or None
+    spec = catalogue().get(activity["kind"]) if activity else None
+    woke = bool(spec is not None and spec.asleep)
+    why = str(activity.get("why") or "") if activity else ""
+    entries = []
+    for entry in built.relationship:
+        statement = str(entry.get("statement", "")).strip()
+        if statement:
+            entries.append(f"不要提：{statement}" if entry.get("kind") == "taboo" else statement)
+    return PromptFacts(
+        name=name or "她", persona=feelings.persona_words(persona),
+        mood_words="、".join(feelings.mood_words(mood)),
+        energy_words=feelings.energy_words(float(snapshot.get("energy", mood.get("e", 0.5)))),
+        activity=None if activity is None or woke else str(activity.get("label") or ""),
+        activity_why=f"（{why}）" if why and len(why) <= 40 else "",
+        woke=woke, memories=[line for line in built.result.context.splitlines() if line.strip()],
+        relationship=entries, offer=offer_text)
+
+
+def prepare_chat(conn: Any, settings: Settings, persona: Persona | None, embedder: Any, request: ChatRequest,
+                 name: str, parts: dict[str, str], query_vec: Any, now: float,
+                 fresh: tuple[list[int], Any] | None = None) -> PreparedChat:
+    """One transaction: the turn, the context of its last user message, at most one offer, her system prompt."""
+    query = recall_query(request.dialogue())
+    with transaction(conn):
+        turn_id, repeat = turn_for(conn, conversation_id(request.user, request.messages), now,
+                                   settings.chat.repeat_window_s)
+        built = build_context(conn, settings, persona, embedder, query, None, None if repeat else turn_id,
+                              query_vec, now, fresh)
+        offered = None if repeat else share.offer(conn, settings, persona, turn_id, query, now)
+        offer_text = offered.text if offered is not None and offered.share_id is not None else None
+        prompt, kept = compose(parts, _facts(built, name, persona, offer_text), settings.chat.prompt_budget_chars)
+    if offered is None or offered.share_id is None or not kept:
+        return PreparedChat(turn_id, repeat, prompt, built.injection_id, None, None, None, built)
+    return PreparedChat(turn_id, repeat, prompt, built.injection_id, offered.share_id, offered.text,
+                        offered.life_event_id, built)
+
+
+def finish_chat(conn: Any, settings: Settings, persona: Persona | None, embedder: Any, prepared: PreparedChat,
+                user_text: str, reply: str, ts_iso: str, now: float, *, embed: bool) -> ChatFinished:
+    """One transaction: the turn recorded as POST /v1/turns records it, and the offer told if the reply tells it."""
+    with transaction(conn):
+        if prepared.repeat or turn_recorded(conn, prepared.turn_id):
+            return ChatFinished(None, None)
+        turn = TurnInput(turn_id=prepared.turn_id, user=user_text, companion=reply or None, ts_iso=ts_iso)
+        done = record_turn(conn, settings, persona, embedder, turn, now, embed=embed,
+                           injection_id=prepared.injection_id, origin="chat")
+        told = None
+        if (prepared.share_id is not None and prepared.offer_text
+                and reply_tells(prepared.offer_text, reply, settings.chat.told_min_overlap)):
+            told = share.receipt(conn, embedder, prepared.share_id, prepared.turn_id, now).life_event_id
+    return ChatFinished(done, told)

@@ -1,0 +1,202 @@
+"""POST /v1/chat/completions with the official openai client over the Unix socket, against a fake upstream on loopback.
+
+Acceptance 1-3 of issue 23: the reply arrives unchanged (plain and streamed), the upstream got her system
+prompt (name, mood and activity in words, the remembered turn), the configured model name and key, and the
+turn is then recallable; upstream down, slow, erroring or garbage gives an OpenAI-shaped error, records
+nothing, and the next request works; a client gone mid-stream records nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+
+from engine import inner
+from engine.store.core import read_switches
+from tests.api_support import ApiHarness, turn
+from tests.chat_support import KEY, KEY_ENV, FakeModel, client, with_model
+
+REMEMBERED = "我养了一只叫豆豆的柯基，它最爱追飞盘"
+
+
+async def _counts(api: ApiHarness) -> dict[str, Any]:
+    status, state = await api.call("GET", "/v1/state")
+    assert status == 200
+    return dict(state["counts"])
+
+
+@pytest.fixture
+async def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[ApiHarness, FakeModel]]:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    fake = await FakeModel("豆豆呀，我当然记得，它还爱追飞盘吗？").start()
+    api = ApiHarness(tmp_path)
+    api.settings = with_model(api.settings, fake.url, timeout_s=1.5)
+    await api.start()
+    # She is living her day (an activity), and she remembers one turn.
+    await api.db(lambda conn: inner.step_inner(conn, api.settings, None, api.clock.now(), read_switches(conn)))
+    status, _ = await api.call("POST", "/v1/turns", turn("t-dog", REMEMBERED, "好可爱！"))
+    assert status == 200
+    api.clock.advance(3600)
+    try:
+        yield api, fake
+    finally:
+        await api.stop()
+        await fake.stop()
+
+
+async def test_plain_reply_arrives_unchanged_with_her_prompt_model_and_key_and_is_recallable(served: Any) -> None:
+    api, fake = served
+    before = await _counts(api)
+    async with client(api.socket_path) as oa:
+        got = await oa.chat.completions.create(model="whatever", messages=[
+            {"role": "system", "content": "回答要简短。"},
+            {"role": "user", "content": "你还记得我的狗叫什么名字吗？"}])
+    assert got.choices[0].message.content == fake.reply
+    assert got.choices[0].finish_reason == "stop"
+    sent = fake.requests[-1]
+    assert sent["model"] == "fake-model"
+    assert fake.headers[-1]["Authorization"] == f"Bearer {KEY}"
+    prompt = fake.system_prompt()
+    assert "小安" in prompt and "心情" in prompt and "豆豆" in prompt  # name, mood in words, the remembered turn
+    _, state = await api.call("GET", "/v1/state")
+    assert state["activity"] is not None and (state["activity"]["label"] in prompt or "睡梦" in prompt)
+    # Her prompt first, the client's system message kept after hers, then the conversation.
+    assert [m["role"] for m in sent["messages"]] == ["system", "system", "user"]
+    assert sent["messages"][1]["content"] == "回答要简短。"
+    after = await _counts(api)
+    assert after["chat_turns"] == before["chat_turns"] + 1
+    status, ctx = await api.call("POST", "/v1/context", {"query": "豆豆还爱追飞盘吗"})
+    assert status == 200 and "我当然记得" in ctx["context"]
+
+
+async def test_streamed_reply_arrives_unchanged_and_is_recorded_after_the_last_chunk(served: Any) -> None:
+    api, fake = served
+    before = await _counts(api)
+    async with client(api.socket_path) as oa:
+        stream = await oa.chat.completions.create(model="x", stream=True, messages=[
+            {"role": "user", "content": "今天有点累，陪我聊聊豆豆吧"}])
+        pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
+    assert "".join(pieces) == fake.reply
+    assert fake.requests[-1]["stream"] is True
+    assert (await _counts(api))["chat_turns"] == before["chat_turns"] + 1
+    status, ctx = await api.call("POST", "/v1/context", {"query": "豆豆还爱追飞盘吗"})
+    assert "我当然记得" in ctx["context"]
+
+
+async def test_the_same_conversation_sent_again_records_nothing_new(served: Any) -> None:
+    api, fake = served
+    messages = [{"role": "user", "content": "我今天升职了！"}]
+    async with client(api.socket_path) as oa:
+        await oa.chat.completions.create(model="x", messages=messages)
+        once = await _counts(api)
+        await oa.chat.completions.create(model="x", messages=messages)  # a retry
+        assert await _counts(api) == once
+        # The next turn repeats the earlier messages: only its own last user message and reply are new.
+        await oa.chat.completions.create(model="x", messages=[*messages, {"role": "assistant", "content": fake.reply},
+                                                              {"role": "user", "content": "晚上去吃火锅庆祝"}])
+    after = await _counts(api)
+    assert after["chat_messages"] == once["chat_messages"] + 2
+
+
+@pytest.mark.parametrize("mode, status", [("error", 502), ("garbage", 502), ("slow", 504)])
+async def test_upstream_failure_is_an_openai_error_records_nothing_and_the_next_request_works(
+        served: Any, mode: str, status: int) -> None:
+    api, fake = served
+    before = await _counts(api)
+    fake.mode, fake.delay_s = mode, 3.0
+    async with client(api.socket_path) as oa:
+        with pytest.raises(openai.APIStatusError) as caught:
+            await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "在吗？"}])
+        assert caught.value.status_code == status
+        error = caught.value.body
+        assert isinstance(error, dict) and error["type"] == "api_error" and error["message"]
+        assert await _counts(api) == before
+        fake.mode = "plain"
+        got = await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "在吗？"}])
+    assert got.choices[0].message.content == fake.reply
+    assert (await _counts(api))["chat_turns"] == before["chat_turns"] + 1
+
+
+async def test_upstream_down_is_a_502_and_nothing_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    fake = await FakeModel().start()
+    url = fake.url
+    await fake.stop()  # nobody listens there any more
+    api = ApiHarness(tmp_path)
+    api.settings = with_model(api.settings, url)
+    await api.start()
+    try:
+        async with client(api.socket_path) as oa:
+            with pytest.raises(openai.APIStatusError) as caught:
+                await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "在吗？"}])
+        assert caught.value.status_code == 502
+        assert (await _counts(api))["chat_turns"] == 0
+    finally:
+        await api.stop()
+
+
+async def test_a_stream_that_breaks_after_the_first_chunk_ends_with_an_error_and_records_nothing(served: Any) -> None:
+    api, fake = served
+    before = await _counts(api)
+    fake.mode = "stream_garbage"
+    async with client(api.socket_path) as oa:
+        stream = await oa.chat.completions.create(model="x", stream=True,
+                                                  messages=[{"role": "user", "content": "讲个故事吧"}])
+        with pytest.raises(openai.APIError):
+            async for _ in stream:
+                pass
+    assert await _counts(api) == before
+
+
+async def test_a_client_gone_mid_stream_records_nothing_and_the_daemon_keeps_serving(served: Any) -> None:
+    api, fake = served
+    before = await _counts(api)
+    fake.mode, fake.delay_s = "stall", 0.8
+    body = json.dumps({"model": "x", "stream": True, "messages": [{"role": "user", "content": "讲个故事吧"}]})
+    async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=api.socket_path)) as session:
+        resp = await session.post("http://anima/v1/chat/completions", data=body,
+                                  headers={"Content-Type": "application/json"})
+        assert resp.status == 200
+        first = await resp.content.readline()
+        assert first.startswith(b"data: ")
+        resp.close()  # gone before her reply is complete
+    await asyncio.sleep(1.2)  # let the stalled upstream finish its reply: the daemon must still record nothing
+    assert await _counts(api) == before
+    fake.mode = "plain"
+    async with client(api.socket_path) as oa:
+        got = await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "还在吗"}])
+    assert got.choices[0].message.content == fake.reply
+
+
+async def test_tools_and_images_are_refused_with_an_openai_400_naming_the_field(served: Any) -> None:
+    api, fake = served
+    async with client(api.socket_path) as oa:
+        with pytest.raises(openai.BadRequestError) as caught:
+            await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], tools=[
+                {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])
+        assert caught.value.body["param"] == "tools"  # type: ignore[index]
+        with pytest.raises(openai.BadRequestError) as caught:
+            await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}])
+        assert caught.value.body["type"] == "invalid_request_error"  # type: ignore[index]
+    assert fake.requests == []
+
+
+async def test_context_accepts_messages_in_openai_shape(served: Any) -> None:
+    api, _ = served
+    status, by_messages = await api.call("POST", "/v1/context", {"messages": [
+        {"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好呀"},
+        {"role": "user", "content": "我那只柯基叫什么来着？"}]})
+    assert status == 200
+    # A short last message is read with the turn before it, as the chat endpoint reads it.
+    assert by_messages["query"].splitlines() == ["你好", "你好呀", "我那只柯基叫什么来着？"]
+    assert "豆豆" in by_messages["context"]
+    status, error = await api.call("POST", "/v1/context", {"messages": [{"role": "assistant", "content": "嗯"}]})
+    assert status == 400 and error["error"]["code"] == "bad_request"
