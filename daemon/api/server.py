@@ -24,6 +24,7 @@ from daemon.api.protocol import QuietAppRunner
 from daemon.api.tokens import SINGLE
 from daemon.component import DaemonContext
 from daemon.registry import CompanionRegistry, SingleCompanion
+from engine import model_config
 from engine.store.share import expire_offers
 from engine.store.tokens import token_digests
 
@@ -68,6 +69,9 @@ class ApiServer:
             await self.stop()  # closes the sites (and the sockets they own)
             sock.close()
             raise
+        deprecated = model_config.deprecation(self.app[APP].model)
+        if deprecated is not None:  # key names only: a base_url may carry a key
+            self.log.warning("config.deprecated", **deprecated)
         self.log.info("api.listening", socket=str(path), mode=api.socket_mode, group=api.socket_group or None,
                       tcp=f"{tcp[0]}:{tcp[1]}" if tcp else None, max_connections=limit)
 
