@@ -7,7 +7,13 @@ version, row count and content hash of every table) and writes `<file>.manifest.
 what is in it. Restore verifies the snapshot against its manifest first, refuses a schema newer
 than this code, a failed check or a hash mismatch, refuses to touch the file of a running daemon
 (it takes the daemon's own lock, `<db>.lock`, for the whole replacement), and keeps the replaced
-file (and its -wal/-shm) as `<target>.bak-<UTC timestamp>`.
+file as `<target>.bak-<UTC timestamp>` (its WAL checkpointed into it first).
+
+Restore is crash-atomic: the new file is written and checked beside the target (`<target>.restoring`),
+fsynced, and put in place by one rename, so a kill at any instant leaves the path holding the old file
+or the new one, never nothing; the backup is a copy made before that rename. A daemon finding no file
+but a `.restoring` beside it refuses to start (a restore into a new path was cut short) instead of
+creating a new companion there. tests/test_restore_crash.py kills `anima restore` at each step.
 
 Content hash of a table: sha256 over its rows ordered by primary key (rowid when there is none),
 each value type-tagged (NULL, integer, float as hex, text, blob), so equal hashes mean equal rows.
@@ -27,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import DamagedStoreError, InputError, StoreError
+from engine.faults import kill_point
 from engine.store import ops
 from engine.store.connect import connect, sqlite_module
 from engine.store.core import log_event
@@ -288,10 +295,11 @@ def restore(snapshot: Path, target: Path, now: float, manifest: dict[str, Any] |
     backup: Path | None = None
     with DaemonLock(target).held(RESTORE_REFUSAL):
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".restoring")
+        partial = restoring_path(target)
         partial.unlink(missing_ok=True)
         os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SNAPSHOT_MODE))
         shutil.copyfile(snapshot, partial)
+        kill_point("restore.copied")
         _take_identity(partial, target)
         with open(partial, "rb") as handle:
             os.fsync(handle.fileno())
@@ -304,24 +312,88 @@ def restore(snapshot: Path, target: Path, now: float, manifest: dict[str, Any] |
         except Exception:
             partial.unlink(missing_ok=True)
             raise
-        if target.exists():
-            backup = target.with_name(f"{target.name}.bak-{stamp}")
-            n = 1
-            while backup.exists():
-                n += 1
-                backup = target.with_name(f"{target.name}.bak-{stamp}-{n}")
-            os.replace(target, backup)
-        for suffix in ("-wal", "-shm", "-journal"):
-            side = Path(str(target) + suffix)
-            if side.exists():
-                if backup is not None:
-                    os.replace(side, Path(str(backup) + suffix))  # a stale WAL must never meet the new file
-                else:
-                    side.unlink()
-        os.replace(partial, target)
+        _fsync_file(partial)
         _fsync_dir(target.parent)
+        kill_point("restore.verified")
+        if target.exists():
+            backup = _backup_name(target, stamp)
+            _set_aside(target, backup)
+        kill_point("restore.backed_up")
+        for suffix in SIDE_SUFFIXES:  # a stale WAL must never meet the new file (its content is in the backup)
+            Path(str(target) + suffix).unlink(missing_ok=True)
+        kill_point("restore.sides_removed")
+        os.replace(partial, target)  # the one step that swaps old for new: the path is never empty
+        _fsync_dir(target.parent)
+        kill_point("restore.replaced")
     return {"target": str(target), "backup": str(backup) if backup else None, "schema_version": version,
             "tables": len(seen["tables"]), "contents": seen["summary"]}
+
+
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+RESTORING_SUFFIX = ".restoring"
+
+
+def restoring_path(target: Path) -> Path:
+    """Where restore writes the new file before the one rename that puts it at `target`."""
+    return target.with_name(target.name + RESTORING_SUFFIX)
+
+
+def interrupted_restore(db: Path) -> Path | None:
+    """The leftover of a restore killed before its rename, when `db` itself is missing (else None): a daemon
+    must not start a new companion at a path her restore had not yet reached."""
+    partial = restoring_path(real_path(db))
+    return partial if partial.exists() and not os.path.lexists(db) else None
+
+
+def _backup_name(target: Path, stamp: str) -> Path:
+    backup = target.with_name(f"{target.name}.bak-{stamp}")
+    n = 1
+    while backup.exists():
+        n += 1
+        backup = target.with_name(f"{target.name}.bak-{stamp}-{n}")
+    return backup
+
+
+def _set_aside(target: Path, backup: Path) -> None:
+    """Copy the file about to be replaced to `backup`, leaving it where it is until the one rename.
+
+    Its WAL's committed frames are checkpointed into it first, so the copy (and the path, up to the
+    rename) holds every committed turn; where that cannot finish (a damaged file, or another process
+    reading it) the -wal and -journal are copied beside the backup, so nothing committed is lost even
+    though the path itself then briefly holds the file without its WAL. A copy, not a rename, because
+    a rename would leave the path empty until the new file lands; not a hard link, because a file with
+    two names is refused by the lock (engine/store/lock.py) if a crash left both.
+    """
+    checkpointed = _checkpoint(target)
+    sides = [] if checkpointed else [s for s in ("-wal", "-journal") if Path(str(target) + s).exists()]
+    for suffix in ("", *sides):
+        source, dest = Path(str(target) + suffix), Path(str(backup) + suffix)
+        tmp = dest.with_name(dest.name + ".tmp")
+        tmp.unlink(missing_ok=True)
+        shutil.copyfile(source, tmp)
+        shutil.copymode(source, tmp)
+        st = source.stat()
+        if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            os.chown(tmp, st.st_uid, st.st_gid)
+        _fsync_file(tmp)
+        os.replace(tmp, dest)
+    _fsync_dir(target.parent)
+
+
+def _checkpoint(target: Path) -> bool:
+    """Checkpoint `target`'s WAL into it (a hot rollback journal is rolled back by the open); True when the
+    file alone now holds every committed transaction."""
+    try:
+        conn = sqlite_module().connect(str(target), isolation_level=None, timeout=2.0)
+    except Exception:
+        return False
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return ops.checkpoint_truncate(conn)
+    except Exception:
+        return False
+    finally:
+        conn.close()
 
 
 def _check_copy(partial: Path, tables: dict[str, Any]) -> int:
@@ -366,6 +438,11 @@ def _take_identity(new_file: Path, target: Path) -> None:
     if os.geteuid() == 0 and (uid, gid) != (os.geteuid(), os.getegid()):
         os.chown(new_file, uid, gid)
     os.chmod(new_file, mode)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
 
 
 def _fsync_dir(folder: Path) -> None:
