@@ -39,6 +39,7 @@ from engine.store.connect import connect, sqlite_module
 from engine.store.core import log_event
 from engine.store.lock import DaemonLock, real_path
 from engine.store.migrate import check_not_newer, code_schema_version, db_schema_version
+from engine.store.schema import foreign_objects
 
 MANIFEST_FORMAT = 1
 SNAPSHOT_MODE = 0o640  # like the database (engine.store.connect.DB_FILE_MODE): her chats are not world-readable
@@ -143,7 +144,9 @@ def inspect(path: Path) -> dict[str, Any]:
     except DamagedStoreError as exc:
         raise InputError(f"snapshot {path} is not a usable anima snapshot: {exc}") from None
     try:
-        return {"integrity": integrity(conn), "schema_version": db_schema_version(conn),
+        problems = integrity(conn)
+        return {"integrity": problems, "schema_version": db_schema_version(conn),
+                "foreign_objects": foreign_objects(conn) if problems == "ok" else [],
                 "tables": table_digests(conn), "summary": summary(conn)}
     finally:
         conn.close()
@@ -190,6 +193,10 @@ def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]
     if seen["schema_version"] > code_schema_version():
         raise StoreError(f"snapshot {path} has schema version {seen['schema_version']}, newer than this anima "
                          f"understands (up to {code_schema_version()}); upgrade anima first")
+    if seen["foreign_objects"]:
+        raise InputError(f"snapshot {path} has schema objects anima's migrations do not make "
+                         f"({', '.join(seen['foreign_objects'][:5])}); refused: a foreign trigger or table can keep "
+                         "forgotten text or reveal untold life. Restore a snapshot anima exported from a clean file")
     if seen["schema_version"] != manifest.get("schema_version"):
         raise StoreError(f"snapshot {path} has schema version {seen['schema_version']} but its manifest says "
                          f"{manifest.get('schema_version')}")
