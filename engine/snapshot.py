@@ -23,19 +23,22 @@ and are hashed like any other, which covers their contents consistently.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
 import shutil
+import stat
 import struct
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.errors import DamagedStoreError, InputError, StoreError
+from engine.errors import AnimaError, DamagedStoreError, InputError, StorageFullError, StoreError
 from engine.faults import kill_point
 from engine.store import ops
-from engine.store.connect import connect, sqlite_module
+from engine.store.connect import connect, disk_is_full, sqlite_module, store_fault
 from engine.store.core import log_event
 from engine.store.lock import DaemonLock, real_path
 from engine.store.migrate import check_not_newer, code_schema_version, db_schema_version
@@ -44,6 +47,7 @@ from engine.store.schema import foreign_objects
 MANIFEST_FORMAT = 1
 SNAPSHOT_MODE = 0o640  # like the database (engine.store.connect.DB_FILE_MODE): her chats are not world-readable
 MANIFEST_SUFFIX = ".manifest.json"
+_SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14
 
 
 def manifest_path(snapshot: Path) -> Path:
@@ -152,16 +156,60 @@ def inspect(path: Path) -> dict[str, Any]:
         conn.close()
 
 
+MAX_MANIFEST_BYTES = 16 << 20  # a manifest is a few KiB (one line per table); a link to /dev/zero is not one
+SPARSE_FROM_BYTES = 16 << 20  # below this a sparse file costs nothing to hash
+
+
+def _read_regular(path: Path, what: str, limit: int, *, head: bool = False) -> bytes:
+    """At most `limit` bytes of a regular file, or InputError: a device, FIFO or directory is refused before
+    any read (O_NONBLOCK, so opening a FIFO does not wait for a writer), and a bigger file is refused
+    (`head`: its first `limit` bytes are what is wanted)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except IsADirectoryError:
+        raise InputError(f"{what} {path} is a directory, not a file") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path} cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{what} {path} is not a regular file (a device, FIFO or directory); "
+                         "give the file anima export wrote")
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit and not head:
+        raise InputError(f"{what} {path} is larger than {limit} bytes; it is not one anima export wrote")
+    return data
+
+
+def check_snapshot_file(path: Path) -> None:
+    """Cheap checks before a snapshot is hashed: a regular file, an SQLite header whose page count and size
+    agree with the file's size, and not mostly holes (a 20 GB sparse file would otherwise be hashed for
+    minutes before the hash said no). The size its manifest records is compared by `verify`."""
+    header = _read_regular(path, "snapshot", 100, head=True)[:100]
+    st = os.stat(path)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        raise InputError(f"snapshot {path} is not an SQLite database; give the file anima export wrote")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    header_counts = header[92:96] == header[24:28]  # the in-header page count is valid (SQLite file format 1.3.7)
+    if header_counts and pages * page_size != st.st_size:
+        raise InputError(f"snapshot {path} is {st.st_size} bytes but its header says {pages} pages of {page_size}; "
+                         "it was truncated or padded: use another snapshot")
+    allocated = st.st_blocks * 512
+    if st.st_size > SPARSE_FROM_BYTES and allocated < st.st_size // 2:
+        raise InputError(f"snapshot {path} is a sparse file ({allocated} of {st.st_size} bytes on disk); "
+                         "anima export never writes one: use another snapshot")
+
+
 def read_manifest(mpath: Path) -> dict[str, Any]:
     """The manifest as a dict, or InputError saying why it is not one (unreadable, not JSON, not an object)."""
+    data = _read_regular(mpath, "manifest", MAX_MANIFEST_BYTES)
     try:
-        value = json.loads(mpath.read_text(encoding="utf-8"))
-    except IsADirectoryError:
-        raise InputError(f"manifest {mpath} is a directory, not a manifest file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"manifest {mpath} is not valid JSON ({exc}); it was damaged: use another snapshot") from None
-    except OSError as exc:
-        raise InputError(f"manifest {mpath} cannot be read: {exc.strerror}") from None
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"manifest {mpath} is not valid JSON ({type(exc).__name__}); it was damaged: "
+                         "use another snapshot") from None
     if not isinstance(value, dict):
         raise InputError(f"manifest {mpath} is not a JSON object; it was damaged: use another snapshot")
     if not isinstance(value.get("tables", {}), dict):
@@ -177,16 +225,27 @@ def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]
         if not mpath.exists():
             raise InputError(f"no manifest {mpath} beside {path}; a snapshot is the file plus its manifest "
                              "(made by anima export)")
-        manifest = read_manifest(mpath)
+        candidates = [read_manifest(mpath)]
+        if pending_manifest_path(path).exists():  # an export --force killed between its two renames
+            candidates.append(read_manifest(pending_manifest_path(path)))
+    else:
+        candidates = [manifest]
+    if not path.is_file():
+        raise InputError(f"snapshot {path} is not a file (a directory?); give the snapshot file written by anima export")
+    check_snapshot_file(path)
+    size = path.stat().st_size
+    sized = [m for m in candidates if not isinstance(m.get("file_bytes"), int) or m["file_bytes"] == size]
+    if not sized:
+        raise StoreError(f"snapshot {path} is {size} bytes, its manifest says {candidates[0].get('file_bytes')}: "
+                         "it was changed or damaged after export; use another snapshot")
+    digest = file_sha256(path)
+    manifest = next((m for m in sized if m.get("file_sha256") in (None, "", digest)), None)
+    if manifest is None:
+        raise StoreError(f"snapshot {path} does not match its manifest (file hash differs): it was changed or "
+                         "damaged after export; use another snapshot")
     if manifest.get("format") != MANIFEST_FORMAT:
         raise StoreError(f"manifest of {path} has format {manifest.get('format')!r}; this anima reads format "
                          f"{MANIFEST_FORMAT}")
-    if not path.is_file():
-        raise InputError(f"snapshot {path} is not a file (a directory?); give the snapshot file written by anima export")
-    digest = file_sha256(path)
-    if manifest.get("file_sha256") and digest != manifest["file_sha256"]:
-        raise StoreError(f"snapshot {path} does not match its manifest (file hash differs): it was changed or "
-                         "damaged after export; use another snapshot")
     seen = {**inspect(path), "file_sha256": digest}
     if seen["integrity"] != "ok":
         raise StoreError(f"snapshot {path} fails PRAGMA integrity_check: {seen['integrity'][:200]}")
@@ -229,6 +288,21 @@ def export(source: Path, dest: Path, now: float, *, overwrite: bool = False) -> 
         # A typo in the path must not grow a directory tree: the folder is the operator's to make.
         raise InputError(f"directory {dest.parent} does not exist; create it first (mkdir -p) or give another path")
     partial = dest.with_name(dest.name + ".partial")
+    pending = pending_manifest_path(dest)
+    try:
+        return _export_into(source, dest, partial, pending, now)
+    except Exception as exc:
+        # Nothing half-written stays: a .partial left on the database's disk kept it full (issue 25).
+        for leftover in (partial, Path(str(partial) + "-journal"), pending, pending.with_name(pending.name + ".tmp")):
+            with contextlib.suppress(OSError):
+                leftover.unlink(missing_ok=True)
+        raise _export_fault(exc, dest) from None
+
+
+def _export_into(source: Path, dest: Path, partial: Path, pending: Path, now: float) -> dict[str, Any]:
+    """Write the copy beside `dest`, check it, write its manifest beside it, then rename each into place:
+    until the copy's rename the old export (a --force) is whole; a kill between the two renames leaves the
+    new file with its manifest still `<dest>.manifest.json.next`, which verify accepts (it matches)."""
     for leftover in (partial, Path(str(partial) + "-journal")):
         leftover.unlink(missing_ok=True)
     os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SNAPSHOT_MODE))  # 0640 whatever the umask
@@ -244,13 +318,11 @@ def export(source: Path, dest: Path, now: float, *, overwrite: bool = False) -> 
             out.close()
     finally:
         src.close()
-    with open(partial, "rb") as handle:
-        os.fsync(handle.fileno())
+    kill_point("export.copied")
+    _fsync_file(partial)
     seen = inspect(partial)
     if seen["integrity"] != "ok":
-        partial.unlink(missing_ok=True)
         raise StoreError(f"exported copy of {source} fails integrity_check: {seen['integrity'][:200]}")
-    os.replace(partial, dest)
     manifest = {
         "format": MANIFEST_FORMAT,
         "kind": "anima-snapshot",
@@ -258,16 +330,50 @@ def export(source: Path, dest: Path, now: float, *, overwrite: bool = False) -> 
         "exported_at_iso": datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
         "source": str(source),
         "file": dest.name,
-        "file_bytes": dest.stat().st_size,
-        "file_sha256": file_sha256(dest),
+        "file_bytes": partial.stat().st_size,
+        "file_sha256": file_sha256(partial),
         "schema_version": seen["schema_version"],
         "sqlite_version": sqlite_module().sqlite_version,
         "integrity": seen["integrity"],
         "contents": seen["summary"],
         "tables": seen["tables"],
     }
-    _write_json(manifest_path(dest), manifest)
+    _write_json(pending, manifest)
+    _fsync_dir(dest.parent)
+    kill_point("export.manifest_written")
+    os.replace(partial, dest)
+    kill_point("export.replaced")
+    os.replace(pending, manifest_path(dest))
+    _fsync_dir(dest.parent)
     return manifest
+
+
+PENDING_MANIFEST_SUFFIX = ".next"
+
+
+def pending_manifest_path(snapshot: Path) -> Path:
+    """The new manifest of an export between its two renames (see _export_into)."""
+    mpath = manifest_path(snapshot)
+    return mpath.with_name(mpath.name + PENDING_MANIFEST_SUFFIX)
+
+
+def _export_fault(exc: Exception, dest: Path) -> Exception:
+    """One line for what went wrong writing an export: a full disk, a destination we may not write, else as is."""
+    if isinstance(exc, AnimaError):
+        return exc
+    # The backup API's errors carry no SQLite error code here: a driver error on a filesystem with no room
+    # left is taken as the full disk it almost surely is.
+    full = isinstance(store_fault(exc, dest), StorageFullError) or (
+        isinstance(exc, sqlite_module().Error) and disk_is_full(dest))
+    if full:
+        return StorageFullError(f"no space left on the disk of {dest} for the export; the partial copy was removed "
+                                "(an older export there is kept): free space or export elsewhere")
+    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return InputError(f"cannot write the export beside {dest} ({exc.strerror}); give a writable destination")
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN):
+        return InputError(f"cannot write the export beside {dest} ({exc}); give a writable destination")
+    return exc
 
 
 def _write_json(path: Path, value: Any) -> None:
@@ -275,6 +381,7 @@ def _write_json(path: Path, value: Any) -> None:
     tmp.unlink(missing_ok=True)
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SNAPSHOT_MODE))
     tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    _fsync_file(tmp)
     os.replace(tmp, path)
 
 

@@ -60,6 +60,11 @@ def normalised(conn: Any) -> list[tuple[str, str, str, str]]:
     return [(kind, name, table, normalise_sql(sql)) for kind, name, table, sql in entries(conn)]
 
 
+# Litestream keeps these two tables in every file it replicates (its sequence and its write lock); only a
+# trigger could put text in them, and any trigger not anima's is reported.
+LITESTREAM_TABLES = frozenset({"_litestream_seq", "_litestream_lock"})
+
+
 @cache
 def migrated_objects(version: int) -> tuple[dict[str, tuple[str, str, str]], frozenset[str]]:
     """What anima's own migrations up to `version` create: {name: (type, table, normalised sql)} of every
@@ -85,7 +90,8 @@ def foreign_objects(conn: Any) -> list[str]:
 
     Why: a file is restored or served as her; a trigger of someone else's can copy forgotten text into a
     hidden table or mark untold life as told, and no table hash sees it. Shadow tables of FTS5 and vec0
-    are checked by name only (their SQL is the extension's, which may change between its versions).
+    are checked by name only (their SQL is the extension's, which may change between its versions), and
+    so are Litestream's two tables.
     """
     expected, derived = migrated_objects(db_schema_version(conn))
     found: list[str] = []
@@ -94,7 +100,7 @@ def foreign_objects(conn: Any) -> list[str]:
         if name.startswith("sqlite_"):  # sqlite_sequence, sqlite_stat*: SQLite's own (the names are reserved)
             continue
         seen.add(name)
-        if kind == "table" and name in derived:
+        if kind == "table" and (name in derived or name in LITESTREAM_TABLES):
             continue
         want = expected.get(name)
         if want is None:
