@@ -9,6 +9,7 @@ unknown section or key, or a value of the wrong type, is a ConfigError naming fi
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import types
 import typing
@@ -219,7 +220,7 @@ class Settings:
 
 # Checks beyond the type: (section, key) -> (predicate, what a valid value is).
 _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
-    ("heartbeat", "interval_s"): (lambda v: v >= 1, "a number of seconds >= 1"),
+    ("heartbeat", "interval_s"): (lambda v: 1 <= v <= 3600, "a number of seconds from 1 to 3600"),
     ("daemon", "beat_s"): (lambda v: 1 <= v <= 300, "a number of seconds from 1 to 300"),
     ("log", "format"): (lambda v: v in ("kv", "json"), '"kv" or "json"'),
     ("log", "level"): (lambda v: v in ("debug", "info", "warning", "error"), "debug, info, warning or error"),
@@ -318,6 +319,9 @@ def parse_settings(text: str, source: str = "config.toml") -> Settings:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(f"{source}: values nested too deeply (arrays or inline tables inside each other); "
+                          "anima's settings are flat: see config.toml") from None
     return settings_from_dict(raw, source)
 
 
@@ -374,6 +378,8 @@ def _check_type(hint: Any, value: Any, where: str) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{where} must be a number, got {value!r}")
+        if not math.isfinite(value):  # TOML has inf and nan: a beat every inf seconds is no beat
+            raise ConfigError(f"{where} must be a finite number, got {value!r}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
