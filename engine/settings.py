@@ -104,7 +104,9 @@ class MemorySettings:
     context_budget_chars: int = 600
     decay_floor: float = 0.8
     vector_floor: float = 0.7
-    update_boost_present: float = 0.3
+    update_min_ratio: float = 0.8
+    update_slot_idf: float = 6.5
+    update_depth: int = 10
     update_session_gap_s: float = 1800.0
     keyword_idf_floor: float = 4.0
     lexicon_terms: int = 0
@@ -235,6 +237,9 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("memory", "lexicon_terms"): (lambda v: 0 <= v <= 100, "an integer from 0 to 100"),
     ("memory", "keyword_idf_floor"): (lambda v: 0 <= v <= 20, "an IDF from 0 to 20"),
     ("memory", "update_session_gap_s"): (lambda v: v >= 0, "a number of seconds >= 0"),
+    ("memory", "update_min_ratio"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("memory", "update_slot_idf"): (lambda v: v >= 0, "an IDF >= 0 (0 = every shared word)"),
+    ("memory", "update_depth"): (lambda v: 0 <= v <= 200, "an integer from 0 (off) to 200"),
     ("memory", "candidate_multiplier"): (lambda v: 1 <= v <= 20, "an integer from 1 to 20"),
     ("memory", "embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
     ("memory", "query_embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
