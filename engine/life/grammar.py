@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.feelings import table as feelings_table
 
 SLOT = re.compile(r"\{(\w+)\}")
 MOMENTS = ("done", "disappointed", "resumed", "abandoned")
@@ -201,7 +202,19 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "going": lambda f: bool(f["going"]),  # a commute before noon: to the studio
     "home": lambda f: f["place"] == "家",  # the day machine says she is at home (a freelance workday)
     "away": lambda f: f["place"] not in (None, "家"),
+    # issue 24: her strongest named feeling (f_<key> per engine/data/feelings.toml) and whether its cause is
+    # something the user told her; `tail` is the rare draw that allows a flat stock tail
+    "felt": lambda f: f.get("feeling") is not None,
+    "user_cause": lambda f: bool(f.get("user_cause")),
+    "tail": lambda f: bool(f.get("tail")),
 }
+
+
+def _feeling_is(key: str) -> Callable[[Facts], bool]:
+    return lambda f: f.get("feeling") == key
+
+
+CONDITIONS.update({f"f_{name}": _feeling_is(name) for name in feelings_table().kinds})
 
 
 def eligible(alt: Alt, facts: Facts, slots: Mapping[str, str]) -> bool:
