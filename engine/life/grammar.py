@@ -252,19 +252,22 @@ def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mappi
 
 
 def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapping[str, str],
-           event: str | None = None) -> list[str] | None:
+           event: str | None = None, wanted: frozenset[str] = frozenset()) -> list[str] | None:
     """The clauses of one production for (kind, moment): a random production whose core symbols all expand.
 
     Optional symbols (setting, detail, feeling ...) drop out when nothing is eligible; a production whose core
     cannot expand is skipped for the next, so a kind that has no 'letdown' for a sunny day still gets a sentence.
     A story event (a book finished) must be told: the symbols the kind words for that event become core, and only
-    productions that contain them are tried.
+    productions that contain them are tried. `wanted` symbols (a feeling on a low day) are preferred: productions
+    with them are tried first, the others only if none of those expands.
     """
     g = grammar()
     own = g.kinds[kind].clauses
     forced = {key.split(".")[0] for key in own if event is not None and key.endswith(f".{event}")}
     prods = [prod for prod in g.productions[moment] if forced <= set(prod)]
     rng.shuffle(prods)
+    if wanted:
+        prods.sort(key=lambda prod: not wanted <= set(prod))   # stable: the shuffled order within each group
     for prod in prods:
         clauses: list[str] = []
         used: frozenset[str] = frozenset()

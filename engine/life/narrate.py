@@ -284,7 +284,9 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     moment = {Moment.RESUMED: "resumed", Moment.ABANDONED: "abandoned"}.get(scene.moment)
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
-    clauses = expand(rng, scene.kind, moment, facts, slots, told.event)
+    # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
+    wanted = frozenset({"feeling"}) if facts["band"] == "neg" else frozenset()
+    clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted)
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
         return None, after
