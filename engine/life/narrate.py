@@ -33,6 +33,10 @@ RESUME_AT_LEAST_MIN = 1
 # Issue 24: how often a sentence with no named feeling in a flat band may end on a stock tail ("日子就是这样");
 # a rare choice, not the default (they were half of all sentences).
 FLAT_TAIL_CHANCE = 0.1
+# How often a low moment says how she feels (else the sentence may go without), and how often a feeling whose cause
+# the user told her is said with that cause: she thinks of it through the day, not in every sentence.
+LOW_SAYS_FEELING = 0.6
+DWELL_CHANCE = 0.3
 # Where a sunset is seen: from half an hour before the sun goes down to a little after.
 GLOW_BEFORE = dt.timedelta(minutes=30)
 GLOW_AFTER = dt.timedelta(minutes=25)
@@ -281,11 +285,15 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
     facts = facts_of(scene, outdoor)
     facts["tail"] = rng.random() < FLAT_TAIL_CHANCE
+    # waking is when what she was told comes back first: that sentence always says it
+    waking = scene.kind == "sleep"
+    facts["dwell"] = rng.random() < DWELL_CHANCE or waking
+    says_feeling = rng.random() < LOW_SAYS_FEELING or waking
     moment = {Moment.RESUMED: "resumed", Moment.ABANDONED: "abandoned"}.get(scene.moment)
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
     # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
-    wanted = frozenset({"feeling"}) if facts["band"] == "neg" else frozenset()
+    wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
     clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted)
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
