@@ -97,7 +97,7 @@ def _direct_or_daemon(env: CliEnv, chosen: forgetting.Selection) -> dict[str, An
     try:
         conn = env.open_db(create=False)
         try:
-            report = forget_turns(conn, chosen, env.clock.now(), actor="cli")  # the API's use case
+            report = forget_turns(conn, chosen, env.clock.now(), actor="cli", tz=env.settings.life.tz)  # the API's use case
         finally:
             conn.close()
     finally:

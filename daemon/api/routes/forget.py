@@ -35,7 +35,7 @@ def _instant(text: str | None, name: str) -> float | None:
 
 
 async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Selection) -> dict[str, Any]:
-    report: forgetting.ForgetReport = await api.db(request, partial(forget_turns, actor="api"), chosen,
+    report: forgetting.ForgetReport = await api.db(request, partial(forget_turns, actor="api", tz=api.settings.life.tz), chosen,
                                                      api.now())
     indexer = api.ctx.services.get("vector_indexer")
     if indexer is not None:  # ids above the new max may be handed out again: look there again
