@@ -1,0 +1,104 @@
+"""Forget under Litestream replication: take her file out of Litestream's hands, forget, then start her replica over.
+
+Why: Litestream holds a read transaction on the file it replicates, so the forget's `wal_checkpoint(TRUNCATE)`
+was always busy and the forgotten text stayed in `-wal` until the daemon stopped; and every LTX file it had
+shipped (locally in `.<file>-litestream/`, remotely under `<URL>/<handle>`) still held the old pages, so a
+point-in-time restore brought the turn back (issue 25, defect 1).
+
+How, through the control socket the litestream.yml enables (daemon/replication.py):
+1. `litestream unregister DB`: Litestream does its final sync and lets go of the file (its read transaction
+   ends), so the forget's WAL truncation succeeds;
+2. the forget runs (one transaction, secure_delete, then TRUNCATE);
+3. her history is cut at the forget: the local LTX state and every file of her replica are deleted, so no
+   generation from before the forget remains for a restore to reach (`--at` a time before the forget is
+   then refused: the replica starts at the forget);
+4. `litestream register DB -replica URL`: replication starts over with a fresh snapshot of the file as it
+   is after the forget. Writes made meanwhile are in that snapshot (nothing acknowledged is lost).
+Until anima-litestream restarts, the re-registered file replicates with Litestream's default intervals
+(1 s) instead of the litestream.yml's: `register` takes only the URL.
+
+Only file:// replicas can be deleted here; an s3:// replica is re-registered but its pre-forget objects are
+left (no S3 client in anima): the report says `replica_scrubbed: false` and the operator deletes
+`<URL>/<handle>/` with the bucket's tools (README "Replication"). A file not named by the litestream.yml,
+or a litestream.yml without a control socket, is not replicated as far as this module knows: nothing to do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from daemon.replication import ReplicaUrl, _run, replicas_of_config, socket_of_config
+from engine.errors import StoreError
+from engine.store.lock import real_path
+
+DEFAULT_CONFIG = Path("/etc/anima/litestream.yml")
+CONTROL_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class Replication:
+    """Her file as the running Litestream replicates it."""
+
+    db: Path
+    url: ReplicaUrl
+    socket: Path
+
+
+def config_file(environ: Mapping[str, str] = os.environ) -> Path:
+    """The litestream.yml anima wrote: $ANIMA_LITESTREAM_CONFIG, else /etc/anima/litestream.yml."""
+    return Path(environ.get("ANIMA_LITESTREAM_CONFIG") or DEFAULT_CONFIG)
+
+
+def replication_of(db: Path, config: Path) -> Replication | None:
+    """How `db` is replicated by the litestream.yml at `config`, when it names the file and has a control socket
+    that a Litestream process listens on; None otherwise."""
+    try:
+        text = config.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    socket = socket_of_config(text)
+    if socket is None or not socket.exists():
+        return None
+    mine = real_path(db)
+    for path, url in replicas_of_config(text):
+        if real_path(path) == mine:
+            return Replication(mine, url, socket)
+    return None
+
+
+def take_out(replication: Replication | None, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """Step 1: Litestream lets go of the file (final sync, read transaction ended)."""
+    if replication is None:
+        return {"replicated": False}
+    done = _run(["unregister", "-socket", str(replication.socket), "-timeout", str(CONTROL_TIMEOUT_S),
+                 str(replication.db)], CONTROL_TIMEOUT_S + 5, environ)
+    # 0.5.17 can answer an error about its own local state while it does drop the file; the forget's WAL
+    # truncation (wal_truncated in the report) is the check that it let go.
+    return {"replicated": True, "unregistered": done.returncode == 0}
+
+
+def start_over(replication: Replication | None, *, forgotten: bool,
+               environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """Steps 3 and 4: cut her replica's history at the forget (when something was forgotten), then replicate
+    again from a fresh snapshot. Returns what was done, for the forget's report and log."""
+    if replication is None:
+        return {"replicated": False}
+    scrubbed = False
+    if forgotten:
+        meta = replication.db.with_name(f".{replication.db.name}-litestream")
+        shutil.rmtree(meta, ignore_errors=True)
+        if replication.url.scheme == "file":
+            shutil.rmtree(replication.url.location, ignore_errors=True)
+            scrubbed = not Path(replication.url.location).exists()
+    done = _run(["register", "-socket", str(replication.socket), "-timeout", str(CONTROL_TIMEOUT_S),
+                 "-replica", replication.url.for_command(), str(replication.db)], CONTROL_TIMEOUT_S + 5, environ)
+    if done.returncode != 0:
+        raise StoreError(f"forget done, but Litestream did not take {replication.db} back "
+                         f"({(done.stderr or done.stdout).strip()[-200:]}); restart anima-litestream.service")
+    return {"replicated": True, "replica_scrubbed": scrubbed if forgotten else None,
+            "replica": str(replication.url)}

