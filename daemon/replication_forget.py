@@ -13,7 +13,9 @@ How, through the control socket the litestream.yml enables (daemon/replication.p
    generation from before the forget remains for a restore to reach (`--at` a time before the forget is
    then refused: the replica starts at the forget);
 4. `litestream register DB -replica URL`: replication starts over with a fresh snapshot of the file as it
-   is after the forget. Writes made meanwhile are in that snapshot (nothing acknowledged is lost).
+   is after the forget. Writes made meanwhile are in that snapshot (nothing acknowledged is lost). If
+   Litestream does not answer (it was stopped, its socket is stale), the forget still stands and is
+   reported; the `replication.not_resumed` warning says to restart anima-litestream.service.
 Until anima-litestream restarts, the re-registered file replicates with Litestream's default intervals
 (1 s) instead of the litestream.yml's: `register` takes only the URL.
 
@@ -95,10 +97,11 @@ def start_over(replication: Replication | None, *, forgotten: bool,
         if replication.url.scheme == "file":
             shutil.rmtree(replication.url.location, ignore_errors=True)
             scrubbed = not Path(replication.url.location).exists()
-    done = _run(["register", "-socket", str(replication.socket), "-timeout", str(CONTROL_TIMEOUT_S),
-                 "-replica", replication.url.for_command(), str(replication.db)], CONTROL_TIMEOUT_S + 5, environ)
-    if done.returncode != 0:
-        raise StoreError(f"forget done, but Litestream did not take {replication.db} back "
-                         f"({(done.stderr or done.stdout).strip()[-200:]}); restart anima-litestream.service")
-    return {"replicated": True, "replica_scrubbed": scrubbed if forgotten else None,
-            "replica": str(replication.url)}
+    try:
+        done = _run(["register", "-socket", str(replication.socket), "-timeout", str(CONTROL_TIMEOUT_S),
+                     "-replica", replication.url.for_command(), str(replication.db)], CONTROL_TIMEOUT_S + 5, environ)
+        resumed, why = done.returncode == 0, (done.stderr or done.stdout).strip()[-200:]
+    except StoreError as exc:  # no answer: the forget is done all the same, and must be reported as done
+        resumed, why = False, str(exc)
+    return {"replicated": True, "replica_scrubbed": scrubbed if forgotten else None, "resumed": resumed,
+            "why_not_resumed": None if resumed else why}

@@ -17,6 +17,7 @@ import pytest
 
 from daemon.replication import parse_replica_url
 from tests.api_support import SocketClient
+from tests.conftest import run_anima
 from tests.test_forget import ASCII, ZH, leaked
 from tests.test_replication_e2e import LITESTREAM, make_companion, replicating, restore_cli, wait_shipped
 
@@ -87,3 +88,52 @@ def test_the_litestream_config_enables_the_control_socket_forget_uses(tmp_path: 
     text = litestream_config([tmp_path / "a1.db"], parse_replica_url(f"file://{tmp_path}/r"))
     assert socket_of_config(text) == tmp_path / "litestream.sock"
     assert json.dumps(str(tmp_path / "a1.db")) in text
+
+
+def canary_file(db: Path) -> None:
+    from engine.memory.ingest import TurnInput, record_turn
+    from engine.store import connect
+    from tests.api_support import HashEmbedder
+
+    make_companion(db, "her")
+    conn = connect(db)
+    record_turn(conn, HashEmbedder(), TurnInput("t-canary", f"记住暗号{ASCII}，地点是{ZH}", "记住啦",
+                                                datetime.now(UTC).isoformat(timespec="seconds")), time.time())
+    conn.close()
+
+
+def test_cli_forget_without_a_daemon_starts_the_replica_over_too(tmp_path: Path) -> None:
+    from tests.test_replication_e2e import write_events
+
+    db = tmp_path / "her.db"
+    canary_file(db)
+    base = f"file://{tmp_path / 'replica'}"
+    url = parse_replica_url(base).child("her")
+    env = {"ANIMA_LITESTREAM_CONFIG": str(tmp_path / "litestream.yml")}
+    with replicating(tmp_path, [db], base):
+        wait_shipped(db, url)
+        assert holding(files_under(tmp_path / "replica"))
+        done = run_anima("--db", str(db), "forget", "--turn", "t-canary", "--json", env=env)
+        assert done.code == 0, done.err
+        answer = json.loads(done.out)
+        assert answer["wal_truncated"] is True and answer["replica_scrubbed"] is True
+        write_events(db, 5)
+        wait_shipped(db, url)  # Litestream has her back
+        for path in (db, Path(f"{db}-wal")):
+            assert leaked(path) == [], path
+        assert holding(files_under(tmp_path / ".her.db-litestream") + files_under(tmp_path / "replica")) == []
+
+
+def test_forget_stands_when_litestream_is_gone(tmp_path: Path) -> None:
+    db = tmp_path / "her.db"
+    canary_file(db)
+    base = f"file://{tmp_path / 'replica'}"
+    with replicating(tmp_path, [db], base) as litestream:
+        wait_shipped(db, parse_replica_url(base).child("her"))
+        litestream.kill()  # kill -9: its control socket file stays behind, nobody listens
+        litestream.wait(timeout=10)
+        done = run_anima("--db", str(db), "forget", "--turn", "t-canary", "--json",
+                         env={"ANIMA_LITESTREAM_CONFIG": str(tmp_path / "litestream.yml")})
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["wal_truncated"] is True and "restart anima-litestream" in done.err
+    assert leaked(db) == [] and holding(files_under(tmp_path / "replica")) == []

@@ -115,6 +115,9 @@ def _direct_or_daemon(env: CliEnv, chosen: forgetting.Selection) -> dict[str, An
             lock.release()
     assert report is not None  # the forget raised otherwise
     _log(env, report)
+    if again.get("resumed") is False:
+        print(f"anima: note: Litestream did not take {env.db_path} back after the forget ({again['why_not_resumed']}); "
+              "restart anima-litestream.service", file=sys.stderr)
     scrubbed = {"replica_scrubbed": again["replica_scrubbed"]} if again.get("replica_scrubbed") is not None else {}
     return {**report.to_json(), **scrubbed}
 

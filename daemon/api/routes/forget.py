@@ -54,6 +54,9 @@ async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Select
     indexer = api.ctx.services.get("vector_indexer")
     if indexer is not None:  # ids above the new max may be handed out again: look there again
         indexer.drain.indexed_upto = min(indexer.drain.indexed_upto, report.max_memory_id)
+    if again.get("resumed") is False:
+        api.ctx.log.warning("replication.not_resumed", reason="forget", error=again["why_not_resumed"],
+                            fix="systemctl restart anima-litestream")
     scrubbed = {"replica_scrubbed": again["replica_scrubbed"]} if again.get("replica_scrubbed") is not None else {}
     api.ctx.log.info("memory.forgotten", actor="api", turns=len(report.turn_ids), **report.counts(),
                      already_forgotten=report.already_forgotten, wal_truncated=report.wal_truncated, **scrubbed)
