@@ -117,6 +117,8 @@ def test_cli_forget_without_a_daemon_starts_the_replica_over_too(tmp_path: Path)
     with replicating(tmp_path, [db], base):
         wait_shipped(db, url)
         assert holding(files_under(tmp_path / "replica"))
+        doctor = run_anima("--db", str(db), "doctor", "--json", env=env)
+        assert {c["check"]: c["status"] for c in json.loads(doctor.out)["checks"]}["forget reach"] == "ok"
         done = run_anima("--db", str(db), "forget", "--turn", "t-canary", "--json", env=env)
         assert done.code == 0, done.err
         answer = json.loads(done.out)
@@ -178,3 +180,12 @@ def test_forget_deletes_the_s3_replica_from_before_it(tmp_path: Path, s3_url: st
     done = restore_cli(s3_url, restored, env=S3_ENV)
     assert done.code == 0, done.err
     assert leaked(restored) == []
+
+
+def test_doctor_warns_when_the_litestream_config_has_no_control_socket(tmp_path: Path) -> None:
+    from daemon.cli.cmd_doctor import _forget_reach
+
+    old = tmp_path / "litestream.yml"
+    old.write_text('dbs:\n  - path: "/var/lib/anima/her.db"\n    replica:\n      url: "file:///srv/r/her"\n')
+    check = _forget_reach(old)
+    assert check["status"] == "warn" and "control socket" in check["detail"]
