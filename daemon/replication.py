@@ -491,8 +491,9 @@ def restore_from_replica(base: ReplicaUrl, target: Path, now: float, at: datetim
                          environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
     """Restore `<base>/<target's stem>` (as of `at`) and make it `target`, verified like a snapshot restore:
     integrity_check, schema not newer than this code, per-table hashes recomputed on the copy, and the
-    companion's identity; nothing is changed on refusal. Returns engine.snapshot.restore's summary."""
-    from engine.snapshot import MANIFEST_FORMAT, file_sha256, inspect, restore
+    companion's identity; nothing is changed on refusal. Returns engine.restore.restore's summary."""
+    from engine.restore import restore
+    from engine.snapshot import MANIFEST_FORMAT, file_sha256, inspect
     from engine.store.lock import real_path
     from engine.store.migrate import code_schema_version
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from engine.faults import KILL_AT_ENV
-from engine.snapshot import export, restoring_path, table_digests
+from engine.restore import restoring_path
+from engine.snapshot import export, table_digests
 from engine.store import connect
 from tests.api_support import T0, make_database
 from tests.conftest import REPO, run_anima, write_config
