@@ -41,15 +41,18 @@ def _instant(text: str | None, name: str) -> float | None:
 async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Selection) -> dict[str, Any]:
     # Under Litestream, her file is taken out of replication for the forget and her replica started over
     # after it (daemon/replication_forget.py): else its read transaction keeps the WAL, and its files the turn.
-    replication = replication_of(api.ctx.db_path, config_file())
-    await asyncio.to_thread(take_out, replication)
-    report: forgetting.ForgetReport | None = None
-    try:
-        report = await api.db(request, partial(forget_turns, actor="api", tz=api.settings.life.tz), chosen,
-                              api.now())
-    finally:
-        forgotten = report is not None and bool(report.turn_ids) and not report.already_forgotten
-        again = await asyncio.to_thread(start_over, replication, forgotten=forgotten)
+    # One forget of hers at a time: two overlapping ones would hand her file back to Litestream while the
+    # other still needs it out of its hands.
+    async with api.ctx.services.setdefault("forget_lock", asyncio.Lock()):
+        replication = replication_of(api.ctx.db_path, config_file())
+        await asyncio.to_thread(take_out, replication)
+        report: forgetting.ForgetReport | None = None
+        try:
+            report = await api.db(request, partial(forget_turns, actor="api", tz=api.settings.life.tz), chosen,
+                                  api.now())
+        finally:
+            forgotten = report is not None and bool(report.turn_ids) and not report.already_forgotten
+            again = await asyncio.to_thread(start_over, replication, forgotten=forgotten)
     assert report is not None  # the forget raised otherwise
     indexer = api.ctx.services.get("vector_indexer")
     if indexer is not None:  # ids above the new max may be handed out again: look there again
