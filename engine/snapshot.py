@@ -29,7 +29,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.errors import AnimaError, DamagedStoreError, InputError, StorageFullError, StoreError
+from engine.errors import (
+    AnimaError,
+    DamagedStoreError,
+    InputError,
+    SchemaTooNewError,
+    StorageFullError,
+    StoreError,
+)
 from engine.faults import kill_point
 from engine.store import ops
 from engine.store.connect import connect, disk_is_full, sqlite_module, store_fault
@@ -242,7 +249,7 @@ def verify(path: Path, manifest: dict[str, Any] | None = None) -> dict[str, Any]
     if seen["integrity"] != "ok":
         raise StoreError(f"snapshot {path} fails PRAGMA integrity_check: {seen['integrity'][:200]}")
     if seen["schema_version"] > code_schema_version():
-        raise StoreError(f"snapshot {path} has schema version {seen['schema_version']}, newer than this anima "
+        raise SchemaTooNewError(f"snapshot {path} has schema version {seen['schema_version']}, newer than this anima "
                          f"understands (up to {code_schema_version()}); upgrade anima first")
     if seen["foreign_objects"]:
         raise InputError(f"snapshot {path} has schema objects anima's migrations do not make "

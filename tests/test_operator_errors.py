@@ -109,6 +109,16 @@ def test_a_newer_schema_is_one_line_exit_2(her: Path, tmp_path: Path) -> None:
     assert her.read_bytes() == before
 
 
+def test_restoring_a_newer_schema_is_one_line_exit_2(her: Path, tmp_path: Path) -> None:
+    conn = connect(her)
+    conn.execute("INSERT INTO schema_migrations VALUES (9999, 'future', 0)")
+    conn.close()
+    snap = tmp_path / "her.snapshot"
+    export(her, snap, T0)
+    one_line_exit_2(run_anima("restore", str(snap), "--db", str(tmp_path / "target.db")), "newer than this anima")
+    assert not (tmp_path / "target.db").exists()
+
+
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 def test_a_restore_manifest_that_is_not_a_regular_file_is_refused_at_once(kind: str, her: Path, tmp_path: Path) -> None:
     snap = tmp_path / "her.snapshot"
