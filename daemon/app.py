@@ -36,8 +36,8 @@ from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from engine.companion import create_companion
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
 from engine.errors import AnimaError, InputError, StorageFullError
+from engine.restore import interrupted_restore
 from engine.settings import Settings
-from engine.snapshot import interrupted_restore
 from engine.store import connect, driver_name, migrate, oplog, transaction
 from engine.store.connect import quick_check, store_fault
 from engine.store.core import (

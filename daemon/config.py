@@ -39,16 +39,18 @@ MAX_CONFIG_BYTES = 1 << 20  # a config.toml is a few KiB; a link to /dev/zero mu
 
 
 def read_config_text(path: Path) -> str:
-    """The config file's text: a regular file of at most MAX_CONFIG_BYTES, UTF-8; ConfigError (one line) else."""
+    """The config file's text: a regular file (or a device such as /dev/null) of at most MAX_CONFIG_BYTES,
+    UTF-8; ConfigError (one line) else. A FIFO is refused before any read (it would hang, or read as empty)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: a FIFO must not hang the open
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found; pass --config PATH or unset ANIMA_CONFIG") from None
     except OSError as exc:
         raise ConfigError(f"{path}: config file cannot be read: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):  # a device is read bounded: /dev/null is "no settings"
         os.close(fd)
-        raise ConfigError(f"{path}: config is not a regular file (a directory, device or FIFO?); "
+        raise ConfigError(f"{path}: config is not a regular file (a directory, FIFO or socket?); "
                           "give the config.toml file")
     with os.fdopen(fd, "rb") as handle:
         try:

@@ -21,11 +21,19 @@ EARLIEST_TS = 946_684_800.0  # 2000-01-01T00:00:00Z: no chat this companion keep
 MAX_AHEAD_S = 86_400.0  # a client's clock may run ahead of hers by at most a day
 
 
-def calendar_date(ts: float, ts_iso: str | None) -> str:
-    """The calendar date the speaker lived it: the local date of ts_iso, else the UTC date."""
-    if ts_iso and len(ts_iso) >= 10 and ts_iso[4] == "-":
-        return ts_iso[:10]
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+def calendar_date(ts: float, tz: str) -> str:
+    """The calendar date of the instant `ts` in her zone `tz`.
+
+    Her zone, not the offset the front end sent with the turn: two turns a minute apart sent with
+    different offsets were dated 12-04 and 12-05 in the memory block, and `forget --since 2026-12-05`
+    (read in her zone) then removed a turn the block had dated 12-04 (issue 25)."""
+    return datetime.fromtimestamp(ts, ZoneInfo(tz)).strftime("%Y-%m-%d")
+
+
+def sent_date(ts_iso: str | None) -> str | None:
+    """The date part of the time the front end sent (its own offset); what calendar_date used before issue 25,
+    so statements written then still start with it."""
+    return ts_iso[:10] if ts_iso and len(ts_iso) >= 10 and ts_iso[4] == "-" else None
 
 
 def parse_instant(text: str, where: str, default_tz: str | None = None) -> float:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.snapshot import export, manifest_path, restore
+from engine.restore import restore
+from engine.snapshot import export, manifest_path
 from engine.store import connect, migrate
 from engine.store.lock import lock_path
 

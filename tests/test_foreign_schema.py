@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import InputError
-from engine.snapshot import export, restore
+from engine.restore import restore
+from engine.snapshot import export
 from engine.store import connect, migrate
 from engine.store.schema import foreign_objects
 from tests.api_support import T0

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import LockedError
-from engine.snapshot import export, restore
+from engine.restore import restore
+from engine.snapshot import export
 from engine.store import connect, migrate
 from engine.store.lock import DaemonLock, is_locked, lock_path
 from tests.conftest import run_anima, write_config

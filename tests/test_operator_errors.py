@@ -63,8 +63,10 @@ def test_bad_config_values_are_one_line_exit_2(config_text: str, needle: str, he
     one_line_exit_2(run_anima("--config", str(config), "--db", str(her), "run", timeout=60), needle)
 
 
-@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory"])
-def test_a_config_that_is_not_a_regular_file_is_refused_before_reading(kind: str, her: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kind", "needle"), [("dev-zero", "larger than"), ("fifo", "not a regular file"),
+                                              ("directory", "not a regular file")])
+def test_a_config_that_is_not_a_config_file_is_refused_with_a_bounded_read(kind: str, needle: str, her: Path,
+                                                                          tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     if kind == "dev-zero":
         config.symlink_to("/dev/zero")
@@ -72,8 +74,7 @@ def test_a_config_that_is_not_a_regular_file_is_refused_before_reading(kind: str
         os.mkfifo(config)
     else:
         config.mkdir()
-    one_line_exit_2(run_anima("--config", str(config), "--db", str(her), "status", timeout=30),
-                    "not a regular file")
+    one_line_exit_2(run_anima("--config", str(config), "--db", str(her), "status", timeout=30), needle)
 
 
 def test_an_uncreatable_socket_directory_is_one_line_exit_2(her: Path, tmp_path: Path) -> None:
@@ -106,6 +107,16 @@ def test_a_newer_schema_is_one_line_exit_2(her: Path, tmp_path: Path) -> None:
     done = run_anima("--config", str(write_config(tmp_path / "config.toml")), "--db", str(her), "run", timeout=60)
     one_line_exit_2(done, "newer than this anima understands")
     assert her.read_bytes() == before
+
+
+def test_restoring_a_newer_schema_is_one_line_exit_2(her: Path, tmp_path: Path) -> None:
+    conn = connect(her)
+    conn.execute("INSERT INTO schema_migrations VALUES (9999, 'future', 0)")
+    conn.close()
+    snap = tmp_path / "her.snapshot"
+    export(her, snap, T0)
+    one_line_exit_2(run_anima("restore", str(snap), "--db", str(tmp_path / "target.db")), "newer than this anima")
+    assert not (tmp_path / "target.db").exists()
 
 
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from engine.faults import KILL_AT_ENV
-from engine.snapshot import export, restoring_path, table_digests
+from engine.restore import restoring_path
+from engine.snapshot import export, table_digests
 from engine.store import connect
 from tests.api_support import T0, make_database
 from tests.conftest import REPO, run_anima, write_config
@@ -117,3 +118,35 @@ def test_run_refuses_a_missing_file_whose_restore_was_cut_short(snapshot: tuple[
     assert started.code == 2
     assert "interrupted anima restore" in started.err and len(started.err.strip().splitlines()) == 1
     assert not target.exists()  # no demo companion was made where she is being restored
+
+
+READER = """
+import sys, time
+from engine.store import connect
+conn = connect(sys.argv[1], readonly=True)
+conn.execute("BEGIN")
+conn.execute("SELECT count(*) FROM event_log").fetchone()
+print("reading", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_reader_holding_the_old_wal_still_leaves_every_commit_in_the_backup(
+        snapshot: tuple[Path, dict], tmp_path: Path) -> None:
+    snap, _ = snapshot
+    target = tmp_path / "other.db"
+    old_file_with_committed_wal(target)
+    # Another process (Litestream, a forensic sqlite3) in a read transaction: the checkpoint cannot truncate.
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(target)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "reading"
+        done = run_anima("restore", str(snap), "--db", str(target))
+        assert done.code == 0, done.err
+    finally:
+        reader.kill()
+        reader.wait(timeout=10)
+    backups = sorted(target.parent.glob("other.db.bak-*[0-9TZ]"))
+    assert len(backups) == 1
+    assert Path(str(backups[0]) + "-wal").exists()  # the WAL could not be cut: it was copied beside the backup
+    assert markers(backups[0]) == COMMITTED_IN_WAL
+    assert markers(target) == 0

@@ -11,7 +11,8 @@ import pytest
 
 from engine.errors import InputError, LockedError, StoreError
 from engine.memory.ingest import TurnInput, record_turn
-from engine.snapshot import export, manifest_path, restore, table_digests, verify
+from engine.restore import restore
+from engine.snapshot import export, manifest_path, table_digests, verify
 from engine.store import connect, oplog
 from engine.store.core import log_event
 from engine.store.life import add_life_event

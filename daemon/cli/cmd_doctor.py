@@ -250,7 +250,28 @@ def check_replication(config: Path, folder: Path | None = None) -> list[Check]:
         else:
             out.append(_check(name, "ok", f"lag {row['lag_s']:.1f} s, replica txid {row['replica_txid']} "
                                           f"({row['replica']})"))
+    out.append(_forget_reach(config))
     return out
+
+
+def _forget_reach(config: Path) -> Check:
+    """Whether a forget can reach the replica: the litestream.yml must enable Litestream's control socket
+    (daemon/replication_forget.py); an older one leaves forgotten turns in the WAL and the replica."""
+    from daemon.replication import socket_of_config
+
+    try:
+        socket = socket_of_config(config.read_text(encoding="utf-8"))
+    except OSError:
+        socket = None
+    if socket is None:
+        return _check("forget reach", "warn", f"{config} enables no Litestream control socket: a forget cannot take "
+                                              "her file out of replication, so the WAL and the replica keep what was "
+                                              "forgotten; run anima replication config ... --out again and restart "
+                                              "anima-litestream")
+    if not socket.exists():
+        return _check("forget reach", "warn", f"no Litestream listens on {socket}: is anima-litestream.service "
+                                              "running (with the regenerated litestream.yml)?")
+    return _check("forget reach", "ok", f"a forget takes her file out of replication through {socket}")
 
 
 def _directive(text: str, key: str) -> str | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.cli.env import CliEnv
+from daemon.replication_forget import config_file, replication_of, start_over, take_out
 from engine.errors import AnimaError, InputError, LockedError, NotFoundError, StoreError
 from engine.memory import forget as forgetting
 from engine.store.lock import DaemonLock, is_locked
@@ -60,6 +61,9 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         print(f"forgot {report['turns']} turn(s): {counts}")
         if not report["wal_truncated"]:
             print("  the WAL could not be truncated now (a reader held it): run the same anima forget again to finish")
+        if report.get("replica_scrubbed") is False:
+            print("anima: note: the s3:// replica still holds files from before the forget; delete <URL>/<handle>/ "
+                  "with the bucket's tools (README 'Replication')", file=sys.stderr)
     kept = sorted(env.db_path.parent.glob(f"{env.db_path.name}.bak-*"))
     if kept and (report["turns"] or report["already_forgotten"]):
         # Copies this command does not touch: the files `anima restore` set aside, and earlier exports.
@@ -94,16 +98,28 @@ def _direct_or_daemon(env: CliEnv, chosen: forgetting.Selection) -> dict[str, An
         lock.acquire("database {db} was taken by an anima daemon (pid {pid})")
     except LockedError:
         return _via_daemon(env, chosen)
+    replication = replication_of(env.db_path, config_file())  # as the route does: daemon/replication_forget.py
+    report: forgetting.ForgetReport | None = None
     try:
+        take_out(replication)
         conn = env.open_db(create=False)
         try:
-            report = forget_turns(conn, chosen, env.clock.now(), actor="cli")  # the API's use case
+            report = forget_turns(conn, chosen, env.clock.now(), actor="cli", tz=env.settings.life.tz)  # the API's use case
         finally:
             conn.close()
     finally:
-        lock.release()
+        try:
+            forgotten = report is not None and bool(report.turn_ids) and not report.already_forgotten
+            again = start_over(replication, forgotten=forgotten)
+        finally:
+            lock.release()
+    assert report is not None  # the forget raised otherwise
     _log(env, report)
-    return report.to_json()
+    if again.get("resumed") is False:
+        print(f"anima: note: Litestream did not take {env.db_path} back after the forget ({again['why_not_resumed']}); "
+              "restart anima-litestream.service", file=sys.stderr)
+    scrubbed = {"replica_scrubbed": again["replica_scrubbed"]} if again.get("replica_scrubbed") is not None else {}
+    return {**report.to_json(), **scrubbed}
 
 
 def _log(env: CliEnv, report: forgetting.ForgetReport) -> None:

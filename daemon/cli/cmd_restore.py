@@ -12,7 +12,7 @@ from pathlib import Path
 
 from daemon.cli.env import CliEnv
 from engine.errors import InputError
-from engine.snapshot import restore
+from engine.restore import restore
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,6 +21,7 @@ from engine.consolidate.plan import Operation, Plan, same_fact, sentence_of, sta
 from engine.consolidate.relational import RelMatch, coined_phrases, detect, detect_lifts
 from engine.consolidate.validate import Limits, PlanRejected, retire_allowance
 from engine.errors import ConflictError
+from engine.settings import LifeSettings
 from engine.store import relations as relation_store
 from engine.times import calendar_date
 
@@ -84,14 +85,15 @@ def lifts(cand: RelCandidate, entry: RelEntry) -> bool:
     return cand.lift and same_entry(cand.match, entry.match) and entry.valid_from <= cand.ts
 
 
-def build_rel_candidates(passing: Sequence[Episode], coined: Sequence[tuple[float, str]]) -> list[RelCandidate]:
+def build_rel_candidates(passing: Sequence[Episode], coined: Sequence[tuple[float, str]],
+                         tz: str = LifeSettings.tz) -> list[RelCandidate]:
     """One candidate per (gated user chat sentence, kind it states). Never her life, never her replies."""
     out: list[RelCandidate] = []
     for episode in passing:
         if episode.source != "chat" or episode.role != "user":
             continue
         earlier = [phrase for ts, phrase in coined if ts < episode.ts]
-        date = calendar_date(episode.ts, episode.ts_iso)
+        date = calendar_date(episode.ts, tz)
         stated = [(match, False) for match in detect(episode.text, earlier)]
         for match, lift in stated + [(match, True) for match in detect_lifts(episode.text)]:
             out.append(RelCandidate(f"r{len(out) + 1}", (episode.id,), match, episode.text.strip(), episode.ts, date,
@@ -215,10 +217,10 @@ def validate_rel_plan(plan: Plan, candidates: Sequence[RelCandidate], active: Ma
     return sim
 
 
-def plan_relations(conn: Any, passing: Sequence[Episode], limits: Limits) -> dict[str, Any]:
+def plan_relations(conn: Any, passing: Sequence[Episode], limits: Limits, tz: str = LifeSettings.tz) -> dict[str, Any]:
     """Read and decide (no writes): candidates, the validated plan or the fallback, the steps and a report."""
     coined = coined_phrases(conn)  # scans every reply she sent: once a pass
-    candidates = build_rel_candidates(passing, coined)
+    candidates = build_rel_candidates(passing, coined, tz)
     active = load_rel_active(conn, coined)
     rejection = None
     try:

@@ -31,6 +31,7 @@ from engine.consolidate.validate import Limits, PlanRejected, validate_plan
 from engine.errors import ConflictError, StoreError
 from engine.jobs import Job, job_transaction
 from engine.memory.indexer import write_vectors
+from engine.settings import LifeSettings
 from engine.store import consolidation as consolidation_store
 from engine.store import facts as fact_store
 from engine.store import relations as relation_store
@@ -89,7 +90,7 @@ def _entry(row: Any, vec: np.ndarray) -> Entry:
 
 
 def build_candidates(episodes: Sequence[Episode], vectors: np.ndarray, matcher: LineageMatcher,
-                     group_min_cosine: float) -> list[Candidate]:
+                     group_min_cosine: float, tz: str = LifeSettings.tz) -> list[Candidate]:
     """Key each gated episode, group near-duplicates (same subject and key), one candidate per group."""
     if not episodes:
         return []
@@ -110,7 +111,7 @@ def build_candidates(episodes: Sequence[Episode], vectors: np.ndarray, matcher: 
             leader = episodes[indices[0]]
             candidates.append(Candidate(
                 cid="", episode_ids=tuple(episodes[i].id for i in indices), subject=subject, key=key,
-                text=leader.text.strip(), ts=leader.ts, date=calendar_date(leader.ts, leader.ts_iso),
+                text=leader.text.strip(), ts=leader.ts, date=calendar_date(leader.ts, tz),
                 vector=vectors[indices[0]], importance=max(episodes[i].importance for i in indices)))
     candidates.sort(key=lambda c: (c.ts, c.episode_ids[0]))
     return [replace(c, cid=f"c{n}") for n, c in enumerate(candidates, 1)]
@@ -191,7 +192,9 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
         else:
             gated[reason] = gated.get(reason, 0) + 1
     vectors = _vectors(conn, embedder, passing, now)
-    candidates = build_candidates(passing, vectors, LineageMatcher(embedder), cs.merge_min_cosine) if passing else []
+    tz = settings.life.tz
+    candidates = (build_candidates(passing, vectors, LineageMatcher(embedder), cs.merge_min_cosine, tz)
+                  if passing else [])
     active = load_active(conn, embedder)
     sim = Simulation(active)
     limits = limits_from(settings)
@@ -214,7 +217,7 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
             origin = "fallback"
         sim.apply(plan, batch, origin)
     # Relational entries (rituals, nicknames ...) from the same gated sentences; rules operator only.
-    relations = plan_relations(conn, passing, limits)
+    relations = plan_relations(conn, passing, limits, tz)
     if relations["rejection"]:
         rejections.append(relations["rejection"])
     return {

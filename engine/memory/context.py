@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.memory.tokens import text_cost
+from engine.settings import LifeSettings
 from engine.store import memory as store
 from engine.times import calendar_date
 
@@ -36,14 +37,14 @@ def turn_messages(conn: Any, turn_ids: Sequence[str], as_of: float) -> dict[str,
 
 
 def item_variants(conn: Any, hit: Any, reread: bool, as_of: float,
-                  turns: dict[str, list[Any]] | None = None) -> list[str]:
+                  turns: dict[str, list[Any]] | None = None, tz: str = LifeSettings.tz) -> list[str]:
     """The ways one hit can be shown, fullest first: the whole turn, then the hit's own message.
 
     `turns` holds the re-read turns when the caller read them already (turn_messages); else one query."""
     if hit.source == "fact":
         # A consolidated fact (engine.consolidate.facts_recall): already a cited sentence in the user's words.
         return [f"[{hit.ts[:10] or 'fact'} · 事实] {' '.join(hit.text.split())}"]
-    date = calendar_date(hit.ts_unix, hit.ts)
+    date = calendar_date(hit.ts_unix, tz)  # her zone, whatever offset the front end sent
     if hit.source == "self_life":
         return [render_item(f"{date} · 你的经历", [("life", hit.text)]).replace("life：", "")]
     cite = f"{date} · {hit.turn_id}"
@@ -56,7 +57,7 @@ def item_variants(conn: Any, hit: Any, reread: bool, as_of: float,
 
 
 def build_block(conn: Any, hits: Sequence[Any], budget: int, reread: bool,
-                as_of: float) -> tuple[str, list[int], list[int]]:
+                as_of: float, tz: str = LifeSettings.tz) -> tuple[str, list[int], list[int]]:
     """Fit cited items into `budget` (CJK-aware cost); an item goes in whole or not at all.
 
     Each turn is cited once: a fact (engine.consolidate.facts_recall.FactHit) and the turn it was
@@ -82,7 +83,7 @@ def build_block(conn: Any, hits: Sequence[Any], budget: int, reread: bool,
             if hit.turn_id and hit.turn_id in cited_turns:
                 continue
             turns = {hit.turn_id} if hit.turn_id else set()
-        for variant in item_variants(conn, hit, reread, as_of, reread_turns):
+        for variant in item_variants(conn, hit, reread, as_of, reread_turns, tz):
             cost = text_cost(variant) + 1  # +1 for the newline
             if used + cost <= budget:
                 parts.append(variant)

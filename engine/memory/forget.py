@@ -31,12 +31,13 @@ from typing import Any
 
 from engine.consolidate.plan import sentence_of, statement_for
 from engine.errors import InputError, NotFoundError
+from engine.settings import LifeSettings
 from engine.store import forget as store
 from engine.store.connect import transaction
 from engine.store.core import events, log_event
 from engine.store.facts import write_fact_vector
 from engine.store.memory import max_memory_id
-from engine.times import calendar_date
+from engine.times import calendar_date, sent_date
 
 EVENT_KIND = "forget"
 TEXT_SEARCH_MAX_TEXTS = 200
@@ -113,7 +114,7 @@ class ForgetReport:
                 "already_forgotten": self.already_forgotten, "wal_truncated": self.wal_truncated}
 
 
-def forget(conn: Any, chosen: Selection, now: float, *, actor: str = "cli") -> ForgetReport:
+def forget(conn: Any, chosen: Selection, now: float, *, actor: str = "cli", tz: str = LifeSettings.tz) -> ForgetReport:
     """Forget the selected turns in one transaction, then truncate the WAL; see the module docstring.
 
     An unknown turn id raises NotFoundError; a turn forgotten before reports already_forgotten and
@@ -125,7 +126,7 @@ def forget(conn: Any, chosen: Selection, now: float, *, actor: str = "cli") -> F
         with transaction(conn):
             turn_ids = _selected_turns(conn, chosen)
             if turn_ids:
-                report = _forget_in_transaction(conn, turn_ids, now, actor)
+                report = _forget_in_transaction(conn, turn_ids, now, actor, tz)
             else:
                 report = ForgetReport(turn_ids=(), already_forgotten=chosen.turn_id is not None,
                                       max_memory_id=max_memory_id(conn))
@@ -154,15 +155,15 @@ def _was_forgotten(conn: Any, turn_id: str) -> bool:
     return any(turn_id in event["detail"].get("turn_ids", ()) for event in events(conn, EVENT_KIND))
 
 
-def _forget_in_transaction(conn: Any, turn_ids: Sequence[str], now: float, actor: str) -> ForgetReport:
+def _forget_in_transaction(conn: Any, turn_ids: Sequence[str], now: float, actor: str, tz: str) -> ForgetReport:
     store.set_marker(conn, now)
     messages = store.messages_of_turns(conn, turn_ids)
     message_ids = [int(m["id"]) for m in messages]
     texts = sorted({m["text"] for m in messages})
     memory_ids = store.memories_of_messages(conn, message_ids)
     gone = set(memory_ids)
-    facts = _forget_facts(conn, gone)
-    relations = _forget_relations(conn, gone)
+    facts = _forget_facts(conn, gone, tz)
+    relations = _forget_relations(conn, gone, tz)
     # A block cites its memories and facts by id, and those ids catch every block that quoted the turns.
     # The text search is insurance for small forgets only: it costs (injections x texts) instr() calls.
     quoted = texts if len(texts) <= TEXT_SEARCH_MAX_TEXTS else []
@@ -246,20 +247,26 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def _rewritten(statement: str, subject: str, episodes: Sequence[Any]) -> tuple[str, int | None]:
+def _rewritten(statement: str, subject: str, episodes: Sequence[Any], tz: str) -> tuple[str, int | None]:
     """(statement, source memory id): kept when a remaining episode is its source (same sentence, same date),
     else written from the oldest remaining one the way consolidation writes it (date + sentence, nothing else).
 
     The date counts: "2026-07-22 用户说：…" kept on a later restatement would still date the forgotten turn."""
     sentence = _squash(sentence_of(statement))
-    if any(sentence == _squash(e["raw"]) and statement.startswith(calendar_date(e["ts"], e["ts_iso"]))
-           for e in episodes):
+    if any(sentence == _squash(e["raw"]) and statement.startswith(_dates_of(e, tz)) for e in episodes):
         return statement, None
     source = episodes[0]
-    return statement_for(subject, calendar_date(source["ts"], source["ts_iso"]), source["raw"].strip()), int(source["id"])
+    return statement_for(subject, calendar_date(source["ts"], tz), source["raw"].strip()), int(source["id"])
 
 
-def _forget_facts(conn: Any, gone: set[int]) -> dict[str, list[int]]:
+def _dates_of(episode: Any, tz: str) -> tuple[str, ...]:
+    """The dates a statement written from this episode may start with: her zone's (now), the sent offset's
+    (statements consolidated before issue 25)."""
+    sent = sent_date(episode["ts_iso"])
+    return (calendar_date(episode["ts"], tz),) + ((sent,) if sent else ())
+
+
+def _forget_facts(conn: Any, gone: set[int], tz: str) -> dict[str, list[int]]:
     """Facts citing forgotten memories: deleted when that was all their evidence, else rewritten from the rest."""
     out: dict[str, list[int]] = {"deleted": [], "rewritten": [], "reopened": [], "affected": []}
     if not gone:
@@ -270,7 +277,7 @@ def _forget_facts(conn: Any, gone: set[int]) -> dict[str, list[int]]:
         if not episodes:
             out["deleted"].append(int(row["id"]))
             continue
-        statement, source = _rewritten(row["statement"], row["subject"], episodes)
+        statement, source = _rewritten(row["statement"], row["subject"], episodes, tz)
         store.rewrite_fact(conn, int(row["id"]), statement, [int(e["id"]) for e in episodes])
         if source is not None:
             _replace_fact_vector(conn, int(row["id"]), source)
@@ -301,7 +308,7 @@ def _replace_fact_vector(conn: Any, fact_id: int, memory_id: int) -> None:
         write_fact_vector(conn, fact_id, model, vector)
 
 
-def _forget_relations(conn: Any, gone: set[int]) -> dict[str, list[int]]:
+def _forget_relations(conn: Any, gone: set[int], tz: str) -> dict[str, list[int]]:
     """Relational entries citing forgotten memories: deleted, rewritten, or reopened when only it ended them."""
     out: dict[str, list[int]] = {"deleted": [], "rewritten": [], "reopened": []}
     if not gone:
@@ -313,7 +320,7 @@ def _forget_relations(conn: Any, gone: set[int]) -> dict[str, list[int]]:
             continue
         ended_before = json.loads(row["ended_evidence_json"]) if row["ended_evidence_json"] else []
         ended = [i for i in ended_before if i not in gone]
-        statement, _ = _rewritten(row["statement"], "user", episodes)
+        statement, _ = _rewritten(row["statement"], "user", episodes, tz)
         store.rewrite_relation(conn, int(row["id"]), statement, [int(e["id"]) for e in episodes], ended)
         if ended_before and not ended and row["status"] == "superseded" and row["superseded_by"] is None:
             store.reopen_relation(conn, int(row["id"]))  # the lift itself is forgotten

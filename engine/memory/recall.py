@@ -511,6 +511,6 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     if controls.get("memory_facts", True) and extra_sources:
         extra = [h for source in extra_sources for h in source(conn, query_vec, text, k=k, now=now, as_of=as_of) or []]
         hits = merge_extra_hits(hits, extra, params, now if as_of is None else min(now, as_of), window)[:k]
-    block, used, fact_ids = build_block(conn, hits, budget, bool(controls.get("memory_reread", True)), limit_ts)
+    block, used, fact_ids = build_block(conn, hits, budget, bool(controls.get("memory_reread", True)), limit_ts, tz)
     return RecallResult(query=text, mode=mode, hits=hits, context=block, context_memory_ids=used, fact_ids=fact_ids)
 

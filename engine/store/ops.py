@@ -1,6 +1,6 @@
 """Accessors of the operator's reads of the file itself (ops.sql): integrity, the catalogue and summary a snapshot records.
 
-engine/snapshot.py (export, restore) and `anima doctor` ask these questions of a database file,
+engine/snapshot.py (export), engine/restore.py and `anima doctor` ask these questions of a database file,
 which may be a snapshot of an older schema: the summary reads return their defaults when a table
 is missing. The event_log tail of ops.sql is engine/store/oplog.py's.
 """

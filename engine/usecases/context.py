@@ -43,6 +43,7 @@ class ContextBuilt:
 def recall_for(conn: Any, embedder: Any, query: str, settings: Settings, switches: Switches, now: float,
                **options: Any) -> RecallResult:
     """Recall under `switches` with every registered source; reads only (options: k, budget, as_of, query_vec)."""
+    options.setdefault("tz", settings.life.tz)  # her zone: dates in the block, times the question names
     return recall(conn, embedder, query, settings=settings.memory, controls=switches.as_dict(), now=now,
                   extra_sources=RECALL_SOURCES, **options)
 

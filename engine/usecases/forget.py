@@ -13,9 +13,12 @@ from typing import Any
 
 from engine.memory import forget as forgetting
 from engine.memory import vector_index
+from engine.settings import LifeSettings
 
 
-def forget_turns(conn: Any, chosen: forgetting.Selection, now: float, *, actor: str) -> forgetting.ForgetReport:
-    report = forgetting.forget(conn, chosen, now, actor=actor)
+def forget_turns(conn: Any, chosen: forgetting.Selection, now: float, *, actor: str,
+                 tz: str = LifeSettings.tz) -> forgetting.ForgetReport:
+    """`tz`: her zone, the one rewritten facts are dated in (as consolidation dates them)."""
+    report = forgetting.forget(conn, chosen, now, actor=actor, tz=tz)
     vector_index.forget(conn)
     return report

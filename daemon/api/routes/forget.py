@@ -3,11 +3,14 @@
 The route parses, calls engine/usecases/forget.forget_turns (one transaction on the DB thread, then
 the WAL truncation, then this process's RAM vector index dropped) and shapes the counts. The
 indexer's watermark is the daemon's own and is brought in line here: a forget can free memory ids
-below it for reuse, and a reused id under the watermark would never get its vector.
+below it for reuse, and a reused id under the watermark would never get its vector. When Litestream
+replicates the file, the forget runs with the file out of its hands and her replica is started over
+after it (daemon/replication_forget.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from functools import partial
 from typing import Any
@@ -15,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from daemon.api.http import ApiState
+from daemon.replication_forget import config_file, replication_of, start_over, take_out
 from engine.errors import InputError
 from engine.memory import forget as forgetting
 from engine.memory.ingest import parse_ts
@@ -35,14 +39,31 @@ def _instant(text: str | None, name: str) -> float | None:
 
 
 async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Selection) -> dict[str, Any]:
-    report: forgetting.ForgetReport = await api.db(request, partial(forget_turns, actor="api"), chosen,
-                                                     api.now())
+    # Under Litestream, her file is taken out of replication for the forget and her replica started over
+    # after it (daemon/replication_forget.py): else its read transaction keeps the WAL, and its files the turn.
+    # One forget of hers at a time: two overlapping ones would hand her file back to Litestream while the
+    # other still needs it out of its hands.
+    async with api.ctx.services.setdefault("forget_lock", asyncio.Lock()):
+        replication = replication_of(api.ctx.db_path, config_file())
+        await asyncio.to_thread(take_out, replication)
+        report: forgetting.ForgetReport | None = None
+        try:
+            report = await api.db(request, partial(forget_turns, actor="api", tz=api.settings.life.tz), chosen,
+                                  api.now())
+        finally:
+            forgotten = report is not None and bool(report.turn_ids) and not report.already_forgotten
+            again = await asyncio.to_thread(start_over, replication, forgotten=forgotten)
+    assert report is not None  # the forget raised otherwise
     indexer = api.ctx.services.get("vector_indexer")
     if indexer is not None:  # ids above the new max may be handed out again: look there again
         indexer.drain.indexed_upto = min(indexer.drain.indexed_upto, report.max_memory_id)
+    if again.get("resumed") is False:
+        api.ctx.log.warning("replication.not_resumed", reason="forget", error=again["why_not_resumed"],
+                            fix="systemctl restart anima-litestream")
+    scrubbed = {"replica_scrubbed": again["replica_scrubbed"]} if again.get("replica_scrubbed") is not None else {}
     api.ctx.log.info("memory.forgotten", actor="api", turns=len(report.turn_ids), **report.counts(),
-                     already_forgotten=report.already_forgotten, wal_truncated=report.wal_truncated)
-    return report.to_json()
+                     already_forgotten=report.already_forgotten, wal_truncated=report.wal_truncated, **scrubbed)
+    return {**report.to_json(), **scrubbed}
 
 
 async def delete_turn(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:
