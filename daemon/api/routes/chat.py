@@ -103,8 +103,9 @@ def _completion(model_name: str, reply: str, finish_reason: str | None, upstream
 
 
 def _log_reply(api: ApiState, prepared: PreparedChat, done: ChatFinished | None, reply: str, started: float,
-               first_ms: float | None, stream: bool) -> None:
+               first_ms: float | None, stream: bool, prepare_ms: float) -> None:
     api.ctx.log.info("api.chat_replied", turn_id=prepared.turn_id, stream=stream, reply_chars=len(reply),
+                     prepare_ms=prepare_ms,
                      prompt_chars=len(prepared.system_prompt), recorded=bool(done and done.turn and done.turn.created),
                      offered=prepared.life_event_id, told=done.told_life_event_id if done else None,
                      first_chunk_ms=first_ms, total_ms=round((time.perf_counter() - started) * 1000, 1))
@@ -120,9 +121,10 @@ async def post_chat(request: web.Request, api: ApiState, body: Any) -> Any:
     started = time.perf_counter()
     prepared = await _prepare(request, api, chat, api.now())
     call = upstream_body(api, upstream.config, chat, prepared)
+    prepare_ms = round((time.perf_counter() - started) * 1000, 1)  # what anima adds before the model call
     created = int(api.now())
     if chat.stream:
-        return await _stream(request, api, upstream, chat, prepared, call, created, started)
+        return await _stream(request, api, upstream, chat, prepared, call, created, started, prepare_ms)
     try:
         completion = await upstream.complete(call)
         reply, finish_reason = reply_of(completion)
@@ -131,7 +133,7 @@ async def post_chat(request: web.Request, api: ApiState, body: Any) -> Any:
                             reason=exc.code, ms=round((time.perf_counter() - started) * 1000, 1))
         raise
     done = await _finish(request, api, chat, prepared, reply)
-    _log_reply(api, prepared, done, reply, started, None, False)
+    _log_reply(api, prepared, done, reply, started, None, False, prepare_ms)
     return _completion(upstream.config.name, reply, finish_reason, completion, created, prepared.turn_id)
 
 
@@ -140,7 +142,7 @@ def _sse(payload: Any) -> bytes:
 
 
 async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: ChatRequest, prepared: PreparedChat,
-                  call: dict[str, Any], created: int, started: float) -> web.StreamResponse:
+                  call: dict[str, Any], created: int, started: float, prepare_ms: float) -> web.StreamResponse:
     """Relay the upstream chunks as they come; record the turn when the whole reply was written to the client.
 
     The response starts with the first upstream chunk, so a model server that is down or silent still gets
@@ -199,7 +201,7 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
         api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
         return response
     done = await _finish(request, api, chat, prepared, reply)
-    _log_reply(api, prepared, done, reply, started, first_ms, True)
+    _log_reply(api, prepared, done, reply, started, first_ms, True, prepare_ms)
     try:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
