@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -200,3 +201,16 @@ async def test_context_accepts_messages_in_openai_shape(served: Any) -> None:
     assert "豆豆" in by_messages["context"]
     status, error = await api.call("POST", "/v1/context", {"messages": [{"role": "assistant", "content": "嗯"}]})
     assert status == 400 and error["error"]["code"] == "bad_request"
+
+
+async def test_the_example_script_talks_to_her_over_the_socket(served: Any) -> None:
+    api, fake = served
+    repo = Path(__file__).resolve().parents[1]
+    for extra in ([], ["--no-stream"]):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "examples/talk.py", "--socket", api.socket_path, *extra, cwd=repo,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate("在吗？\n\n".encode()), 60)
+        assert proc.returncode == 0, err.decode()
+        assert fake.reply in out.decode()
+    assert len(fake.requests) == 2
