@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -214,3 +215,15 @@ async def test_the_example_script_talks_to_her_over_the_socket(served: Any) -> N
         assert proc.returncode == 0, err.decode()
         assert fake.reply in out.decode()
     assert len(fake.requests) == 2
+
+
+async def test_state_and_prompt_say_her_feelings_in_the_same_chinese_words(served: Any) -> None:
+    api, fake = served
+    async with client(api.socket_path) as oa:
+        await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "我外婆今天走了，我好难受"}])
+        _, state = await api.call("GET", "/v1/state")
+        words = state["mood"]["words_zh"]
+        assert words and all(re.fullmatch(r"[\u4e00-\u9fff、]+", w) for w in words)
+        assert state["mood"]["label"]  # the English label stays for compatibility
+        await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "陪我待一会儿好吗"}])
+    assert "、".join(words) in fake.system_prompt()
