@@ -11,6 +11,7 @@ openai_error). Logs carry ids, lengths and timings only: never the messages, the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from functools import partial
@@ -27,6 +28,7 @@ from daemon.priority import gate_of
 from engine import activity as act
 from engine.chat.prompt import load_template
 from engine.chat.request import ChatRequest, parse_request
+from engine.memory.recall import query_lines
 from engine.usecases.chat import ChatFinished, PreparedChat, finish_chat, prepare_chat, recall_query
 
 
@@ -44,22 +46,33 @@ def upstream_body(api: ApiState, model: Any, request: ChatRequest, prepared: Pre
     return body
 
 
-async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: float) -> PreparedChat:
+async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: float
+                   ) -> tuple[PreparedChat, dict[str, float]]:
+    """Her prompt for this request, and where its time went (embed_ms: the query and fresh rows; db_ms: the rest)."""
     base = api.embedder()
-    query = recall_query(chat.dialogue())
+    query = recall_query(chat.dialogue()).strip()
     query_vec = None
     fresh = None
+    known: dict[str, Any] = {}
+    started = time.perf_counter()
     async with gate_of(api.ctx.services).serving():
-        if api.ctx.switches.memory_search and query.strip() and len(query) <= api.settings.memory.max_query_chars:
-            vectors = await api.off_loop(base.embed_queries, [query.strip()])
-            query_vec = vectors[0]
-            fresh = await fresh_vectors_for(api, base, await fresh_rows_for(api, now))
-        embedder = PrecomputedEmbedder(base, queries={query.strip(): query_vec} if query_vec is not None else {})
+        if api.ctx.switches.memory_search and query and len(query) <= api.settings.memory.max_query_chars:
+            # The query and each of its lines (recall reads a multi-line query line by line) in one model call,
+            # while the DB thread looks for turns still waiting for their vectors, as POST /v1/context does.
+            texts = list(dict.fromkeys([query, *query_lines(query)]))
+            vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), fresh_rows_for(api, now))
+            known = dict(zip(texts, vectors, strict=True))
+            query_vec = known[query]
+            fresh = await fresh_vectors_for(api, base, rows)
+        embedded = time.perf_counter()
         name = str((api.ctx.companion or {}).get("name", ""))
         parts = load_template(api.settings.chat.prompt_template)
-        prepared: PreparedChat = await api.db(request, prepare_chat, api.settings, persona_of(api), embedder, chat,
-                                              name, parts, query_vec, now, fresh)
-    return prepared
+        prepared: PreparedChat = await api.db(request, prepare_chat, api.settings, persona_of(api),
+                                              PrecomputedEmbedder(base, queries=known), chat, name, parts, query_vec,
+                                              now, fresh)
+    done = time.perf_counter()
+    return prepared, {"embed_ms": round((embedded - started) * 1000, 1), "db_ms": round((done - embedded) * 1000, 1),
+                      "fresh_embedded": len(fresh[0]) if fresh else 0}
 
 
 async def _finish(request: web.Request, api: ApiState, chat: ChatRequest, prepared: PreparedChat,
@@ -103,9 +116,9 @@ def _completion(model_name: str, reply: str, finish_reason: str | None, upstream
 
 
 def _log_reply(api: ApiState, prepared: PreparedChat, done: ChatFinished | None, reply: str, started: float,
-               first_ms: float | None, stream: bool, prepare_ms: float) -> None:
+               first_ms: float | None, stream: bool, prepare_ms: float, timings: dict[str, float]) -> None:
     api.ctx.log.info("api.chat_replied", turn_id=prepared.turn_id, stream=stream, reply_chars=len(reply),
-                     prepare_ms=prepare_ms,
+                     prepare_ms=prepare_ms, **timings,
                      prompt_chars=len(prepared.system_prompt), recorded=bool(done and done.turn and done.turn.created),
                      offered=prepared.life_event_id, told=done.told_life_event_id if done else None,
                      first_chunk_ms=first_ms, total_ms=round((time.perf_counter() - started) * 1000, 1))
@@ -119,12 +132,13 @@ async def post_chat(request: web.Request, api: ApiState, body: Any) -> Any:
         raise ApiError(503, "unavailable", "no model is configured: set [model] base_url and name in config.toml "
                                            "(and the key in the environment variable [model] api_key_env names)")
     started = time.perf_counter()
-    prepared = await _prepare(request, api, chat, api.now())
+    prepared, timings = await _prepare(request, api, chat, api.now())
     call = upstream_body(api, upstream.config, chat, prepared)
     prepare_ms = round((time.perf_counter() - started) * 1000, 1)  # what anima adds before the model call
     created = int(api.now())
     if chat.stream:
-        return await _stream(request, api, upstream, chat, prepared, call, created, started, prepare_ms)
+        return await _stream(request, api, upstream, chat, prepared, call, created, started, prepare_ms,
+                             timings)
     try:
         completion = await upstream.complete(call)
         reply, finish_reason = reply_of(completion)
@@ -133,7 +147,7 @@ async def post_chat(request: web.Request, api: ApiState, body: Any) -> Any:
                             reason=exc.code, ms=round((time.perf_counter() - started) * 1000, 1))
         raise
     done = await _finish(request, api, chat, prepared, reply)
-    _log_reply(api, prepared, done, reply, started, None, False, prepare_ms)
+    _log_reply(api, prepared, done, reply, started, None, False, prepare_ms, timings)
     return _completion(upstream.config.name, reply, finish_reason, completion, created, prepared.turn_id)
 
 
@@ -142,7 +156,8 @@ def _sse(payload: Any) -> bytes:
 
 
 async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: ChatRequest, prepared: PreparedChat,
-                  call: dict[str, Any], created: int, started: float, prepare_ms: float) -> web.StreamResponse:
+                  call: dict[str, Any], created: int, started: float, prepare_ms: float,
+                  timings: dict[str, float]) -> web.StreamResponse:
     """Relay the upstream chunks as they come; record the turn when the whole reply was written to the client.
 
     The response starts with the first upstream chunk, so a model server that is down or silent still gets
@@ -201,7 +216,7 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
         api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
         return response
     done = await _finish(request, api, chat, prepared, reply)
-    _log_reply(api, prepared, done, reply, started, first_ms, True, prepare_ms)
+    _log_reply(api, prepared, done, reply, started, first_ms, True, prepare_ms, timings)
     try:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
