@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import openai
 import pytest
 
 from engine import inner
+from engine.settings import ApiSettings
 from engine.store.core import read_switches
 from tests.api_support import ApiHarness, turn
 from tests.chat_support import KEY, KEY_ENV, FakeModel, client, with_model
@@ -227,3 +229,29 @@ async def test_state_and_prompt_say_her_feelings_in_the_same_chinese_words(serve
         assert state["mood"]["label"]  # the English label stays for compatibility
         await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "陪我待一会儿好吗"}])
     assert "、".join(words) in fake.system_prompt()
+
+
+async def test_over_tcp_the_sdk_api_key_is_the_bearer_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.setenv("ANIMA_TEST_TOKEN", "tcp-token-0123456789abcdef")
+    fake = await FakeModel().start()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    api = ApiHarness(tmp_path, api=ApiSettings(tcp_host="127.0.0.1", tcp_port=port, token_env="ANIMA_TEST_TOKEN"))
+    api.settings = with_model(api.settings, fake.url)
+    await api.start()
+    try:
+        question = [{"role": "user", "content": "在吗？"}]
+        async with openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="wrong-token-0123456789",
+                                      max_retries=0) as wrong:
+            with pytest.raises(openai.AuthenticationError) as caught:
+                await wrong.chat.completions.create(model="x", messages=question)
+            assert caught.value.body["type"] == "authentication_error"  # type: ignore[index]
+        async with openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="tcp-token-0123456789abcdef",
+                                      max_retries=0) as right:
+            got = await right.chat.completions.create(model="x", messages=question)
+        assert got.choices[0].message.content == fake.reply and len(fake.requests) == 1
+    finally:
+        await api.stop()
+        await fake.stop()

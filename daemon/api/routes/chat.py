@@ -12,6 +12,7 @@ openai_error). Logs carry ids, lengths and timings only: never the messages, the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from functools import partial
@@ -175,18 +176,20 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
                 "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}]}
 
     try:
-        async for raw in upstream.stream(call):
-            piece, reason = delta_of(raw)
-            finish_reason = reason or finish_reason
-            if response is None:
-                response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8",
-                                                                   "Cache-Control": "no-cache"})
-                await response.prepare(request)
-                first_ms = round((time.perf_counter() - started) * 1000, 1)
-                await response.write(_sse(chunk({"role": "assistant", "content": ""}, None)))
-            if piece:
-                pieces.append(piece)
-                await response.write(_sse(chunk({"content": piece}, None)))
+        # aclosing: a client gone mid-stream closes the upstream request now, not when the generator is collected.
+        async with contextlib.aclosing(upstream.stream(call)) as chunks:
+            async for raw in chunks:
+                piece, reason = delta_of(raw)
+                finish_reason = reason or finish_reason
+                if response is None:
+                    response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8",
+                                                                       "Cache-Control": "no-cache"})
+                    await response.prepare(request)
+                    first_ms = round((time.perf_counter() - started) * 1000, 1)
+                    await response.write(_sse(chunk({"role": "assistant", "content": ""}, None)))
+                if piece:
+                    pieces.append(piece)
+                    await response.write(_sse(chunk({"content": piece}, None)))
     except UpstreamError as exc:
         api.ctx.log.warning("api.chat_upstream_failed", turn_id=prepared.turn_id, status=exc.http_status,
                             reason=exc.code, streamed=response is not None,
