@@ -185,9 +185,7 @@ async def run(db: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
         replied = [x for x in lines if x.get("event") == "api.chat_replied"]
         return {**result, "daemon_prepare_ms": stats([float(x["prepare_ms"]) for x in replied]),
                 "daemon_prepare_embed_ms": stats([float(x["embed_ms"]) for x in replied]),
-                "daemon_prepare_db_ms": stats([float(x["db_ms"]) for x in replied]),
-                "fresh_rows_embedded_per_request": round(sum(int(x["fresh_embedded"]) for x in replied)
-                                                         / max(1, len(replied)), 2)}
+                "daemon_prepare_db_ms": stats([float(x["db_ms"]) for x in replied])}
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=60)

@@ -11,7 +11,6 @@ openai_error). Logs carry ids, lengths and timings only: never the messages, the
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import time
@@ -23,7 +22,6 @@ from aiohttp import web
 from daemon.api.errors import ApiError, openai_error
 from daemon.api.http import APP, ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, persona_of
-from daemon.api.routes.context import fresh_rows_for, fresh_vectors_for
 from daemon.api.upstream import UpstreamError, delta_of, reply_of
 from daemon.priority import gate_of
 from engine import activity as act
@@ -49,31 +47,29 @@ def upstream_body(api: ApiState, model: Any, request: ChatRequest, prepared: Pre
 
 async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: float
                    ) -> tuple[PreparedChat, dict[str, float]]:
-    """Her prompt for this request, and where its time went (embed_ms: the query and fresh rows; db_ms: the rest)."""
+    """Her prompt for this request, and where its time went (embed_ms: the query; db_ms: the rest)."""
     base = api.embedder()
     query = recall_query(chat.dialogue()).strip()
     query_vec = None
-    fresh = None
     known: dict[str, Any] = {}
     started = time.perf_counter()
     async with gate_of(api.ctx.services).serving():
         if api.ctx.switches.memory_search and query and len(query) <= api.settings.memory.max_query_chars:
-            # The query and each of its lines (recall reads a multi-line query line by line) in one model call,
-            # while the DB thread looks for turns still waiting for their vectors, as POST /v1/context does.
+            # The query and each of its lines (recall reads a multi-line query line by line) in one model call.
+            # Unlike POST /v1/context, turns still waiting for their vectors are not embedded here: they are
+            # this conversation's own last turns, which the client sends in `messages` anyway (and recall
+            # still finds them by their words), so the model call is not paid twice before the reply.
             texts = list(dict.fromkeys([query, *query_lines(query)]))
-            vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), fresh_rows_for(api, now))
-            known = dict(zip(texts, vectors, strict=True))
+            known = dict(zip(texts, await api.off_loop(base.embed_queries, texts), strict=True))
             query_vec = known[query]
-            fresh = await fresh_vectors_for(api, base, rows)
         embedded = time.perf_counter()
         name = str((api.ctx.companion or {}).get("name", ""))
         parts = load_template(api.settings.chat.prompt_template)
         prepared: PreparedChat = await api.db(request, prepare_chat, api.settings, persona_of(api),
                                               PrecomputedEmbedder(base, queries=known), chat, name, parts, query_vec,
-                                              now, fresh)
+                                              now)
     done = time.perf_counter()
-    return prepared, {"embed_ms": round((embedded - started) * 1000, 1), "db_ms": round((done - embedded) * 1000, 1),
-                      "fresh_embedded": len(fresh[0]) if fresh else 0}
+    return prepared, {"embed_ms": round((embedded - started) * 1000, 1), "db_ms": round((done - embedded) * 1000, 1)}
 
 
 async def _finish(request: web.Request, api: ApiState, chat: ChatRequest, prepared: PreparedChat,
