@@ -35,8 +35,9 @@ from daemon.logs import configure_logging, get_logger
 from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from engine.companion import create_companion
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
-from engine.errors import AnimaError, StorageFullError
+from engine.errors import AnimaError, InputError, StorageFullError
 from engine.settings import Settings
+from engine.snapshot import interrupted_restore
 from engine.store import connect, driver_name, migrate, oplog, transaction
 from engine.store.connect import quick_check, store_fault
 from engine.store.core import (
@@ -72,6 +73,10 @@ def prepare_database(db_path: Path, settings: Settings, now: float, log: Any) ->
 
 
 def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[str, Any]:
+    leftover = interrupted_restore(db_path)
+    if leftover is not None:
+        raise InputError(f"database {db_path} does not exist, but an interrupted anima restore left {leftover}: "
+                         "run the restore again (or delete that file to start a new companion here)")
     if db_path.exists():
         # Read-only first: even switching a file to WAL writes its header, and a damaged file must be
         # left exactly as it was found (for a restore, or for forensics).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -31,13 +32,35 @@ def load_settings(explicit: str | None = None) -> tuple[Settings, Path | None]:
     path = config_path(explicit)
     if path is None:
         return Settings(), None
+    return parse_settings(read_config_text(path), str(path)), path
+
+
+MAX_CONFIG_BYTES = 1 << 20  # a config.toml is a few KiB; a link to /dev/zero must not fill memory
+
+
+def read_config_text(path: Path) -> str:
+    """The config file's text: a regular file of at most MAX_CONFIG_BYTES, UTF-8; ConfigError (one line) else."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: a FIFO must not hang the open
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found; pass --config PATH or unset ANIMA_CONFIG") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: config file cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"{path}: config is not a regular file (a directory, device or FIFO?); "
+                          "give the config.toml file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"{path}: config file cannot be read: {exc.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: config file is larger than {MAX_CONFIG_BYTES} bytes; it is not a config.toml")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: config file is not UTF-8 text") from None
-    return parse_settings(text, str(path)), path
 
 
 # Settings a part turns into something at start (a bound socket, a loaded model, an open file, a
@@ -92,7 +115,7 @@ def setting_sources(explicit: str | None = None) -> list[dict[str, Any]]:
     settings, path = load_settings(explicit)
     in_file: set[str] = set()
     if path is not None:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))  # already validated by load_settings
+        raw = tomllib.loads(read_config_text(path))  # already validated by load_settings
         in_file = {f"{section}.{key}" for section, table in raw.items() for key in table}
     origin = str(path) if path is not None else None
     rows = []

@@ -12,9 +12,11 @@ the level is a processor reading the current threshold rather than a wrapper cla
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
+import threading
 from typing import Any, TextIO
 
 import structlog
@@ -42,6 +44,51 @@ def _filter_level(_logger: Any, method: str, event: dict[str, Any]) -> dict[str,
     return event
 
 
+class SurvivingStream:
+    """The log's stream, which outlives its reader: when the pipe behind stderr closes (`anima run 2>&1 | head`,
+    `| tee` and Ctrl-C, a journald restart) the daemon goes on serving, silently, instead of dying on the next
+    log line (issue 25: it exited 0 mid-start-up, leaving a stale socket). The first EPIPE points the
+    descriptor at /dev/null, so Python's own late writes to it (at exit, warnings) cannot fail either."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self.lost = False
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        if self.lost:
+            return len(text)
+        try:
+            return self.stream.write(text)
+        except OSError as exc:
+            self._reader_gone(exc)
+            return len(text)
+
+    def flush(self) -> None:
+        if self.lost:
+            return
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            self._reader_gone(exc)
+
+    def _reader_gone(self, exc: OSError) -> None:
+        if exc.errno not in (errno.EPIPE, errno.ECONNRESET) and not isinstance(exc, BrokenPipeError):
+            raise exc
+        with self._lock:
+            self.lost = True
+            try:
+                fd = self.stream.fileno()
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                try:
+                    os.dup2(devnull, fd)
+                finally:
+                    os.close(devnull)
+                self.stream.flush()  # what was buffered goes to /dev/null now
+            except (OSError, ValueError):
+                pass
+
+
 def configure_logging(fmt: str = "kv", level: str = "info", stream: TextIO | None = None) -> None:
     """Set up structlog for the whole process; calling it again (SIGHUP) changes already-bound loggers too."""
     global _threshold
@@ -66,7 +113,7 @@ def configure_logging(fmt: str = "kv", level: str = "info", stream: TextIO | Non
     structlog.configure(
         processors=_PROCESSORS,
         wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),  # _filter_level decides
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(SurvivingStream(stream or sys.stderr)),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
 

@@ -65,3 +65,17 @@ class DamagedStoreError(StoreError):
 
     exit_code = 2
     code = "damaged"
+
+
+class SchemaTooNewError(StoreError):
+    """The file was written by a newer anima (a migration this code lacks): an operator's fix, not a crash to retry."""
+
+    exit_code = 2
+    code = "schema_newer"
+
+
+class StoreAccessError(StoreError):
+    """The database's folder or file cannot be written (read-only filesystem, permissions): restarting cannot help."""
+
+    exit_code = 2
+    code = "store_access"

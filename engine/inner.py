@@ -13,8 +13,9 @@ from dataclasses import replace
 from typing import Any
 
 from engine import energy as energy_model
+from engine import feelings as feel
 from engine import mood as mood_model
-from engine.appraisal import appraise, bounded_delta
+from engine.appraisal import appraise, bounded_delta, read_events
 from engine.control import Switches
 from engine.life import machine, record
 from engine.life.catalogue import catalogue
@@ -182,7 +183,13 @@ def appraise_turn(conn: Any, settings: Settings, persona: Persona | None, user_t
             # One turn moves her at most a share of her range (engine/appraisal/bound.py says why).
             delta = bounded_delta(push, ctx.mp, settings.mood.chat_push_gain)
             mood = mood_model.push(mood_model.relax(life.mood, now, ctx.mp), delta, ctx.mp)
-            life = replace(life, mood=mood)
+            # Issue 24: the turn also raises named feelings (grief, worry, gladness) that fade over hours or
+            # days and pull her mood layer all that time: the bound above is the sting of one sentence, the
+            # feelings are what stays (engine/feelings.py).
+            raises = feel.affect_raises(push) if affect is not None else feel.turn_raises(read_events(user_text))
+            life = life.evolve(mood=mood, feelings=tuple(feel.apply_raises(life.feelings, raises, now)))
+            cur = store.current_activity(conn)
+            life = machine.retarget(ctx, life, now, "chat" if cur is not None else None)
             record.save(conn, life, now)
         return _mood_dict(ctx, life, now)
 
@@ -192,7 +199,8 @@ def _mood_dict(ctx: LifeContext, life: LifeState, now: float) -> dict[str, Any]:
     v, a, d = mood_model.values(mood, ctx.mp)
     e = energy_model.level(life.energy, energy_params(ctx.settings, ctx.persona, now), max(now, life.energy.at))
     return {"v": round(v, 4), "a": round(a, 4), "d": round(d, 4), "e": round(e, 4),
-            "label": mood_model.label(v, a, d)}
+            "label": mood_model.label(v, a, d), "words_zh": feel.words_zh(life.feelings, now),
+            "feelings": feel.shown(life.feelings, now)}
 
 
 def inner_snapshot(conn: Any, settings: Settings, persona: Persona | None, now: float,

@@ -94,6 +94,8 @@ class Mood:
     mood: Triple         # slow latent deviations (hours)
     at: float            # the instant this state describes
     tone: float = 0.0    # the day's valence offset the mood layer drifts toward (set_tone)
+    tone_a: float = 0.0  # the arousal and dominance the mood layer drifts toward (set_targets: what she is
+    tone_d: float = 0.0  # doing and what she feels, issue 24); 0 is her baseline
 
     @property
     def pos(self) -> Triple:
@@ -109,8 +111,11 @@ class Mood:
 
     def to_dict(self) -> dict[str, object]:
         # pos/neg are derived views written for older readers; from_dict reads emotion/mood when present.
-        return {"emotion": list(self.emotion), "mood": list(self.mood), "tone": self.tone, "at": self.at,
-                "pos": list(self.pos), "neg": list(self.neg)}
+        out: dict[str, object] = {"emotion": list(self.emotion), "mood": list(self.mood), "tone": self.tone,
+                                  "at": self.at, "pos": list(self.pos), "neg": list(self.neg)}
+        if self.tone_a or self.tone_d:
+            out["tone_ad"] = [self.tone_a, self.tone_d]
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, object]) -> Mood:
@@ -119,7 +124,9 @@ class Mood:
         tone = float(raw.get("tone", 0.0))  # type: ignore[arg-type]
         if "mood" in raw:
             emotion = _triple(raw.get("emotion", (0.0, 0.0, 0.0)))
-            return cls(emotion=emotion, mood=_triple(raw["mood"]), at=at, tone=tone)
+            ad = raw.get("tone_ad") or (0.0, 0.0)
+            return cls(emotion=emotion, mood=_triple(raw["mood"]), at=at, tone=tone,
+                       tone_a=float(ad[0]), tone_d=float(ad[1]))  # type: ignore[index]
         total = tuple(p + n for p, n in zip(_triple(raw["pos"]), _triple(raw["neg"]), strict=True))
         return cls(emotion=(0.0, 0.0, 0.0), mood=total, at=at, tone=tone)  # type: ignore[arg-type]
 
@@ -166,15 +173,16 @@ def relax(mood: Mood, now: float, params: MoodParams) -> Mood:
     fa = math.exp(-alpha * dt_s)
     k = params.mood_gain * alpha
     emotion, mood_layer = [], []
+    targets = (mood.tone, mood.tone_a, mood.tone_d)
     for i, (e0, m0, mh) in enumerate(zip(mood.emotion, mood.mood, params.half_life_h, strict=True)):
-        target = mood.tone if i == 0 else 0.0
+        target = targets[i]
         beta = LN2 / (mh * HOUR)
         fb = math.exp(-beta * dt_s)
         fed = k * e0 * dt_s * fa if abs(alpha - beta) < 1e-9 * alpha else k * e0 * (fb - fa) / (alpha - beta)
         emotion.append(e0 * fa)
         mood_layer.append(_cap(target + (m0 - target) * fb + fed))
     return Mood(emotion=(emotion[0], emotion[1], emotion[2]), mood=(mood_layer[0], mood_layer[1], mood_layer[2]),
-                at=now, tone=mood.tone)
+                at=now, tone=mood.tone, tone_a=mood.tone_a, tone_d=mood.tone_d)
 
 
 def relax_along(mood: Mood, times: Sequence[float], params: MoodParams) -> tuple[Mood, list[Triple]]:
@@ -185,6 +193,7 @@ def relax_along(mood: Mood, times: Sequence[float], params: MoodParams) -> tuple
     between the times: a simulated year makes ~100k such steps.
     """
     (e0, e1, e2), (m0, m1, m2), at, tone = mood.emotion, mood.mood, mood.at, mood.tone
+    tone_a, tone_d = mood.tone_a, mood.tone_d
     (b0, b1, b2), (hl0, hl1, hl2) = params.baseline, params.half_life_h
     alpha = LN2 / (params.emotion_half_life_min * MINUTE / HOUR * HOUR)
     k = params.mood_gain * alpha
@@ -208,8 +217,8 @@ def relax_along(mood: Mood, times: Sequence[float], params: MoodParams) -> tuple
             f2 = k * e2 * dt_s * fa if near[2] else k * e2 * (fb2 - fa) / (alpha - betas[2])
             e0, e1, e2 = e0 * fa, e1 * fa, e2 * fa
             m0 = max(-cap, min(cap, tone + (m0 - tone) * fb0 + f0))
-            m1 = max(-cap, min(cap, 0.0 + (m1 - 0.0) * fb1 + f1))
-            m2 = max(-cap, min(cap, 0.0 + (m2 - 0.0) * fb2 + f2))
+            m1 = max(-cap, min(cap, tone_a + (m1 - tone_a) * fb1 + f1))
+            m2 = max(-cap, min(cap, tone_d + (m2 - tone_d) * fb2 + f2))
             at = now
         x0, x1, x2 = m0 + e0, m1 + e1, m2 + e2
         h0 = up0 if x0 >= 0 else down0
@@ -218,7 +227,7 @@ def relax_along(mood: Mood, times: Sequence[float], params: MoodParams) -> tuple
         out.append((b0 if h0 <= 0 else max(-1.0, min(1.0, b0 + h0 * tanh(x0 / h0))),
                     b1 if h1 <= 0 else max(-1.0, min(1.0, b1 + h1 * tanh(x1 / h1))),
                     b2 if h2 <= 0 else max(-1.0, min(1.0, b2 + h2 * tanh(x2 / h2)))))
-    return Mood(emotion=(e0, e1, e2), mood=(m0, m1, m2), at=at, tone=tone), out
+    return Mood(emotion=(e0, e1, e2), mood=(m0, m1, m2), at=at, tone=tone, tone_a=tone_a, tone_d=tone_d), out
 
 
 def push(mood: Mood, delta: Triple, params: MoodParams) -> Mood:
@@ -230,7 +239,8 @@ def push(mood: Mood, delta: Triple, params: MoodParams) -> Mood:
         if i == 0 and x < 0:
             x *= params.valence_negative_weight
         emotion[i] = _cap(emotion[i] + x)
-    return Mood(emotion=(emotion[0], emotion[1], emotion[2]), mood=mood.mood, at=mood.at, tone=mood.tone)
+    return Mood(emotion=(emotion[0], emotion[1], emotion[2]), mood=mood.mood, at=mood.at, tone=mood.tone,
+                tone_a=mood.tone_a, tone_d=mood.tone_d)
 
 
 def set_tone(mood: Mood, tone: float) -> Mood:
@@ -238,6 +248,14 @@ def set_tone(mood: Mood, tone: float) -> Mood:
     if not math.isfinite(tone):
         return mood
     return replace(mood, tone=_cap(tone))
+
+
+def set_targets(mood: Mood, v: float, a: float, d: float) -> Mood:
+    """What the mood layer drifts toward on each dimension (issue 24): the day's tone plus her feelings on
+    valence, what she is doing plus her feelings on arousal and dominance. Constant until the next call, so
+    every step stays one exact closed-form step; the day machine re-targets at each transition."""
+    v, a, d = (_cap(x) if math.isfinite(x) else 0.0 for x in (v, a, d))
+    return replace(mood, tone=v, tone_a=a, tone_d=d)
 
 
 def saturate(baseline: float, deviation: float) -> float:

@@ -9,6 +9,7 @@ unknown section or key, or a value of the wrong type, is a ConfigError naming fi
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import types
 import typing
@@ -103,7 +104,9 @@ class MemorySettings:
     context_budget_chars: int = 600
     decay_floor: float = 0.8
     vector_floor: float = 0.7
-    update_boost_present: float = 0.3
+    update_min_ratio: float = 0.8
+    update_slot_idf: float = 6.5
+    update_depth: int = 10
     update_session_gap_s: float = 1800.0
     keyword_idf_floor: float = 4.0
     lexicon_terms: int = 0
@@ -219,7 +222,7 @@ class Settings:
 
 # Checks beyond the type: (section, key) -> (predicate, what a valid value is).
 _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
-    ("heartbeat", "interval_s"): (lambda v: v >= 1, "a number of seconds >= 1"),
+    ("heartbeat", "interval_s"): (lambda v: 1 <= v <= 3600, "a number of seconds from 1 to 3600"),
     ("daemon", "beat_s"): (lambda v: 1 <= v <= 300, "a number of seconds from 1 to 300"),
     ("log", "format"): (lambda v: v in ("kv", "json"), '"kv" or "json"'),
     ("log", "level"): (lambda v: v in ("debug", "info", "warning", "error"), "debug, info, warning or error"),
@@ -234,6 +237,9 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("memory", "lexicon_terms"): (lambda v: 0 <= v <= 100, "an integer from 0 to 100"),
     ("memory", "keyword_idf_floor"): (lambda v: 0 <= v <= 20, "an IDF from 0 to 20"),
     ("memory", "update_session_gap_s"): (lambda v: v >= 0, "a number of seconds >= 0"),
+    ("memory", "update_min_ratio"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("memory", "update_slot_idf"): (lambda v: v >= 0, "an IDF >= 0 (0 = every shared word)"),
+    ("memory", "update_depth"): (lambda v: 0 <= v <= 200, "an integer from 0 (off) to 200"),
     ("memory", "candidate_multiplier"): (lambda v: 1 <= v <= 20, "an integer from 1 to 20"),
     ("memory", "embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
     ("memory", "query_embedding_threads"): (lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64"),
@@ -318,6 +324,9 @@ def parse_settings(text: str, source: str = "config.toml") -> Settings:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(f"{source}: values nested too deeply (arrays or inline tables inside each other); "
+                          "anima's settings are flat: see config.toml") from None
     return settings_from_dict(raw, source)
 
 
@@ -374,6 +383,8 @@ def _check_type(hint: Any, value: Any, where: str) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{where} must be a number, got {value!r}")
+        if not math.isfinite(value):  # TOML has inf and nan: a beat every inf seconds is no beat
+            raise ConfigError(f"{where} must be a finite number, got {value!r}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):

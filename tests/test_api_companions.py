@@ -286,6 +286,42 @@ async def test_tcp_in_directory_mode_takes_the_listener_token_or_hers(tmp_path: 
         await many.stop()
 
 
+async def test_tcp_checks_the_token_before_saying_whether_a_handle_exists(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25 (defect 10): an unknown handle answered 404 before the token check and a known one 401, so
+    anyone who could reach the port could list her handles. Now no token is 401 for both, a companion's
+    token is 403 for any handle not hers, and only the listener's token learns that a handle is unknown."""
+    import aiohttp
+
+    from engine.settings import ApiSettings
+    from tests.test_api_security import free_port
+
+    listener = "listener-token-0123456789abcdef"
+    monkeypatch.setenv("ANIMA_TEST_TOKEN", listener)
+    make_database(tmp_path / "a1.db")
+    conn = connect(tmp_path / "a1.db")
+    a1, _ = make_token(conn, 1_780_000_000.0)
+    conn.close()
+    port = free_port()
+    many = await DirectoryHarness(tmp_path, ["a1", "c3"], api=ApiSettings(tcp_host="127.0.0.1", tcp_port=port,
+                                                                          token_env="ANIMA_TEST_TOKEN")).start()
+    try:
+        async with aiohttp.ClientSession() as s:
+            async def get(path: str, token: str | None) -> int:
+                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                async with s.get(f"http://127.0.0.1:{port}{path}", headers=headers) as r:
+                    return r.status
+
+            for handle in ("c3", "a1", "nobody", "zz9"):
+                assert await get(f"/v1/companions/{handle}/state", None) == 401, handle
+                assert await get(f"/v1/companions/{handle}/state", "a-guess-0123456789abcdef") == 401, handle
+            assert await get("/v1/companions/c3/state", a1) == 403
+            assert await get("/v1/companions/nobody/state", a1) == 403
+            assert await get("/v1/companions/nobody/state", listener) == 404
+    finally:
+        await many.stop()
+
+
 # --- single-file mode -------------------------------------------------------------------------------------------
 
 

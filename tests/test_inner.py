@@ -85,7 +85,7 @@ def test_a_step_says_which_activity_is_current_and_may_leave_out_the_mood_summar
         assert (result["mood"] is None) == (moved % 2 == 1)
         moved += result["transitions"]
     assert moved > 10
-    assert set(step_inner(conn, S, persona, t + 1, ON)["mood"]) == {"v", "a", "d", "e", "label"}
+    assert set(step_inner(conn, S, persona, t + 1, ON)["mood"]) == {"v", "a", "d", "e", "label", "words_zh", "feelings"}
 
 
 def test_chat_suspends_reading_and_it_resumes_with_the_remaining_time(conn, persona) -> None:
@@ -206,7 +206,7 @@ def test_snapshot_has_the_agreed_shape_and_no_life_text(conn, persona) -> None:
     assert texts
     snap = inner_snapshot(conn, S, persona, t)
     assert set(snap) == {"mood", "energy", "activity"}
-    assert set(snap["mood"]) == {"v", "a", "d", "e", "label"}
+    assert set(snap["mood"]) == {"v", "a", "d", "e", "label", "words_zh", "feelings"}
     assert set(snap["activity"]) == {"kind", "label", "since", "until", "why", "next"}
     dumped = json.dumps(snap, ensure_ascii=False)
     for text in texts:

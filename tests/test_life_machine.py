@@ -286,7 +286,7 @@ def test_narration_gets_a_scene_and_its_story_state_is_saved(tmp_path: Path, mon
 
     monkeypatch.setattr(machine, "narrate", fake_narrate)
     path = tmp_path / "run.db"
-    simulate(S, days=2, start=parse_start("2025-01-11T04:00", TZ), birth=BIRTH, name="小安", step_s=900.0,
+    simulate(S, days=4, start=parse_start("2025-01-11T04:00", TZ), birth=BIRTH, name="小安", step_s=900.0,
              keep=str(path))
     conn = connect(path, readonly=True)
     try:

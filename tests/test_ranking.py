@@ -116,22 +116,6 @@ def test_mmr_lambda_one_is_relevance_order():
     assert [c.memory_id for c in ranking.mmr(items, 1.0, lambda c: frozenset(c.text))] == [2, 1]
 
 
-def test_prefer_newer_lifts_the_newer_statement_on_a_topic():
-    old = ranking.replace(cand(1, ts=0), relevance=0.7, score=0.7)
-    new = ranking.replace(cand(2, ts=DAY * 40), relevance=0.65, score=0.65)
-    out = ranking.prefer_newer([old, new], 0.3, lambda a, b: True)
-    assert [c.memory_id for c in out] == [2, 1]
-    assert [c.memory_id for c in ranking.prefer_newer([old, new], 0.3, lambda a, b: False)] == [1, 2]
-
-
-def test_turns_of_one_conversation_are_never_an_old_and_a_new_state():
-    """Issue 10: two turns 30 s apart passed "cosine >= 0.92" and the later one got x1.3."""
-    assert not ranking.same_state_topic(0.0, 30.0, {"home"}, {"home"}, 1800.0)
-    assert ranking.same_state_topic(0.0, 2 * DAY, {"home"}, {"home"}, 1800.0)
-    assert not ranking.same_state_topic(0.0, 2 * DAY, {"home"}, {"job"}, 1800.0)
-    assert not ranking.same_state_topic(0.0, 2 * DAY, set(), set(), 1800.0)  # no lineage, no update
-
-
 def test_small_talk_is_a_query_no_memory_beats_generic_chat_on():
     assert ranking.is_small_talk(0.88, 0.93, 0.015)
     assert not ranking.is_small_talk(0.92, 0.93, 0.015)

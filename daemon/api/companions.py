@@ -13,7 +13,8 @@ caller who may not ask. The rules (contract14.md, openapi.json):
   403 (a front end may read its own companion only, also one without a token). On the socket, an open
   companion (no token) ignores any other header, as single-file mode always did.
 - TCP: every request needs a bearer token, the listener's ([api] token_env) or a companion's; on a
-  companion that has a token of her own, hers is the one that counts.
+  companion that has a token of her own, hers is the one that counts. An unknown handle is checked the
+  same way first (401/403), so only the listener's token learns that it is unknown (404).
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ async def _scoped(app: ApiApp, request: web.Request, op: Operation, tcp: bool) -
         reason = registry.fault(handle) if valid_handle(handle) else None
         if reason is None:
             app.forget(handle)
+            if tcp:
+                await _unknown_handle_token(app, request)
             raise ApiError(404, "unknown_companion", f"no companion {handle[:64]!r} is served here; "
                                                      "GET /v1/companions lists them")
         # Her tokens as last read still guard what little there is to say (her file cannot be read now).
@@ -142,6 +145,18 @@ async def _port_token(app: ApiApp, request: web.Request) -> None:
     given = _bearer(request)
     if given and (_is_port_token(app, given) or (await app.tokens.owner(digest(given), app.registry))[0]):
         return
+    raise ApiError(401, "unauthorized", TCP_NEEDS_TOKEN)
+
+
+async def _unknown_handle_token(app: ApiApp, request: web.Request) -> None:
+    """TCP, a handle nobody is served under: answered as a known one would be, so the port cannot be used to
+    list handles (issue 25): 401 without a valid token, 403 for a companion's token (it opens only hers);
+    only the listener's token (the operator's) goes on to learn the handle is unknown (404)."""
+    given = _bearer(request)
+    if given and _is_port_token(app, given):
+        return
+    if given and (await app.tokens.owner(digest(given), app.registry))[0]:
+        raise ApiError(403, "forbidden", "this token is another companion's; it opens only her own paths")
     raise ApiError(401, "unauthorized", TCP_NEEDS_TOKEN)
 
 

@@ -6,8 +6,12 @@ log fills (issue 11: 1,100 idle connections at a 1024 limit wrote 163 MB in 20 s
 
 - holds at most `limit` connections (the configured [api] max_connections, capped below the process's
   RLIMIT_NOFILE with [api] fd_reserve descriptors left for SQLite, the log and the model);
-- when full, closes the oldest connection that is idle (no request in progress): an idle client costs a
-  reconnect, a working one is never cut, and a fresh /v1/health always gets in;
+- when full, refuses the oldest connection that is idle (waiting for a request, none parsed or running, no
+  unread bytes): it is answered the same 503 and half-closed, lingers LINGER_S (1 s) so a request the client
+  sends meanwhile reads that 503 (never a reset), and is then closed. An idle client costs a reconnect, a
+  working one is never cut, a request is either run and answered or refused with 503 before it runs (issue
+  25: closing a connection whose request aiohttp had taken but not yet started ran the turn and dropped its
+  answer), and a fresh /v1/health always gets in;
 - when every connection is busy, answers the newcomer a fixed 503 and closes it (no parsing, no task);
 - keeps one spare descriptor: on EMFILE it frees the spare, accepts and sheds one connection, takes the
   spare again, so the backlog drains instead of spinning;
@@ -31,6 +35,7 @@ from aiohttp import web
 ACCEPTS_PER_WAKE = 64  # bounded work per readable event: the loop stays responsive under a connect storm
 RESOURCE_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 MIN_CONNECTIONS = 8
+MAX_LINGERING = 4096
 _SHED_BODY = b'{"error":{"code":"unavailable","message":"the daemon has too many open connections; retry"}}'
 SHED_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
                  b"Retry-After: 1\r\nContent-Length: " + str(len(_SHED_BODY)).encode() + b"\r\n\r\n" + _SHED_BODY)
@@ -71,26 +76,68 @@ def connection_limit(max_connections: int, fd_reserve: int, soft_nofile: int | N
     if soft_nofile == resource.RLIM_INFINITY:
         return max_connections
     if open_fds is None:
-        try:
-            open_fds = len(os.listdir("/proc/self/fd"))
-        except OSError:
-            open_fds = 64
+        open_fds = _open_fds()
     return max(MIN_CONNECTIONS, min(max_connections, soft_nofile - open_fds - fd_reserve))
 
 
+LINGER_S = 1.0  # an evicted connection stays half-closed this long, so its client reads the 503, not a reset
+
+
+def linger_capacity(limit: int, fd_reserve: int, soft_nofile: int | None = None, open_fds: int | None = None) -> int:
+    """How many refused sockets may linger at once: the descriptors left after the limit and the reserve
+    (beyond that a refusal closes at once, which may reset its client, rather than risk EMFILE)."""
+    if soft_nofile is None:
+        soft_nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft_nofile == resource.RLIM_INFINITY:
+        return MAX_LINGERING
+    if open_fds is None:
+        open_fds = _open_fds()
+    return max(0, min(MAX_LINGERING, soft_nofile - open_fds - fd_reserve - limit))
+
+
+def _open_fds() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 64
+
+
 def is_idle(handler: Any) -> bool:
-    """No request in progress and none queued: closing it loses nothing (aiohttp keeps these flags)."""
-    return not getattr(handler, "_request_in_progress", False) and not getattr(handler, "_messages", None)
+    """Waiting for its next request with none queued, none running and no unread bytes: refusing it loses nothing.
+
+    aiohttp's start loop awaits `_waiter` only while it has nothing to do. Between taking a parsed request
+    off `_messages` and starting its handler task (a loop turn on Python 3.11) neither `_messages` nor
+    `_request_in_progress` shows the request, but `_waiter` is None: that connection is busy.
+    """
+    if getattr(handler, "_request_in_progress", False) or getattr(handler, "_messages", None):
+        return False
+    waiter = getattr(handler, "_waiter", None)
+    if waiter is None or waiter.done():
+        return False
+    return not has_unread_bytes(getattr(handler, "gate_socket", None))
+
+
+def has_unread_bytes(sock: socket.socket | None) -> bool:
+    """Bytes the client sent that the loop has not read yet (a request on its way in)."""
+    if sock is None:
+        return False
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return False  # reset or closed: nothing of it can run
 
 
 class ConnectionGate:
     """Accepts on one listening socket and hands connections to the aiohttp server within the limits above."""
 
     def __init__(self, server: web.Server, sock: socket.socket, *, limit: int, header_timeout_s: float,
-                 log: Any, error_log_interval_s: float, backlog: int = 1024):
+                 log: Any, error_log_interval_s: float, backlog: int = 1024, linger_cap: int | None = None):
         self.server = server
         self.sock = sock
         self.limit = limit
+        self.linger_cap = limit if linger_cap is None else linger_cap
         self.header_timeout_s = header_timeout_s
         self.backlog = backlog
         self.log = log
@@ -104,6 +151,7 @@ class ConnectionGate:
         self._reading = False
         self._closed = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._lingering: dict[socket.socket, asyncio.TimerHandle] = {}  # refused, half-closed, closing soon
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -122,6 +170,12 @@ class ConnectionGate:
         if self._spare is not None:
             os.close(self._spare)
             self._spare = None
+        for conn, timer in list(self._lingering.items()):
+            timer.cancel()
+            if self._loop is not None:
+                self._loop.remove_reader(conn.fileno())
+            conn.close()
+        self._lingering.clear()
         self.accept_failed.flush()
         self.shed.flush()
         for task in list(self._tasks):
@@ -172,7 +226,7 @@ class ConnectionGate:
         except OSError:
             self._take_spare()
             return False
-        self._refuse(conn)
+        self._refuse(conn, linger=False)
         self._take_spare()
         return True
 
@@ -191,34 +245,83 @@ class ConnectionGate:
         task.add_done_callback(self._tasks.discard)
 
     def _evict_one(self) -> bool:
-        """Close the oldest idle connection of this gate; its slot frees when its close lands (released())."""
+        """Refuse the oldest idle connection of this gate with a 503 and free its slot now (see the module doc)."""
         for handler in self.server.connections:  # insertion order: the oldest first
             closing = getattr(handler, "_force_close", False)
             if getattr(handler, "gate", None) is self and is_idle(handler) and not closing:
-                handler.force_close()
+                self._linger_out(handler)
                 self.evicted += 1
                 return True
         return False
 
-    def _refuse(self, conn: socket.socket) -> None:
+    def _linger_out(self, handler: Any) -> None:
+        """Answer 503, half-close, ignore whatever arrives, close after LINGER_S; the slot is released at once."""
+        handler.gate = None  # its close no longer counts: released here
+        self.live -= 1
+        handler._force_close = True  # aiohttp's data_received drops every byte from now on: nothing can run
+        transport = getattr(handler, "transport", None)
+        if transport is None or transport.is_closing():
+            return
+        try:
+            transport.write(SHED_RESPONSE)
+            if transport.can_write_eof():
+                transport.write_eof()
+        except OSError:
+            handler.force_close()
+            return
+        assert self._loop is not None
+        self._loop.call_later(LINGER_S, handler.force_close)
+
+    def _refuse(self, conn: socket.socket, linger: bool = True) -> None:
+        """Answer the fixed 503 at accept. The socket is half-closed and lingers (drained, unread) so the
+        client's request, sent meanwhile, meets the 503 and not a reset (closing a socket with unread bytes
+        resets it); at the fd limit (`linger` False) or with `linger_cap` sockets already lingering it closes now."""
         self.shed.hit(open=len(self.server.connections), limit=self.limit)
         try:
             conn.setblocking(False)
             conn.send(SHED_RESPONSE)
+            if linger and self._loop is not None and len(self._lingering) < self.linger_cap:
+                conn.shutdown(socket.SHUT_WR)
+                self._linger(conn)
+                return
         except OSError:
             pass
-        finally:
-            conn.close()
+        conn.close()
 
-    def _protocol(self) -> Any:
+    def _linger(self, conn: socket.socket) -> None:
+        assert self._loop is not None
+        loop = self._loop
+        fd = conn.fileno()
+
+        def finish() -> None:
+            if conn in self._lingering:
+                self._lingering.pop(conn).cancel()
+                loop.remove_reader(fd)
+                conn.close()
+
+        def drain() -> None:
+            try:
+                while conn.recv(65536):
+                    pass
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                pass
+            finish()  # EOF or an error: the client is gone
+
+        self._lingering[conn] = loop.call_later(LINGER_S, finish)
+        loop.add_reader(fd, drain)
+
+    def _protocol(self, conn: socket.socket) -> Any:
         handler = self.server()
         handler.gate = self  # type: ignore[attr-defined]
+        handler.gate_socket = conn  # type: ignore[attr-defined]  # for is_idle's peek at unread bytes
         return handler
 
     async def _attach(self, conn: socket.socket) -> None:
         assert self._loop is not None
         try:
-            _transport, protocol = await self._loop.connect_accepted_socket(self._protocol, sock=conn)
+            _transport, protocol = await self._loop.connect_accepted_socket(lambda: self._protocol(conn), sock=conn)
         except OSError:
             conn.close()
             self.live -= 1
@@ -236,10 +339,11 @@ class GatedSite(web.BaseSite):
     """An aiohttp site whose connections come through a ConnectionGate instead of loop.create_server()."""
 
     def __init__(self, runner: web.BaseRunner, sock: socket.socket, *, limit: int, header_timeout_s: float,
-                 log: Any, error_log_interval_s: float):
+                 log: Any, error_log_interval_s: float, linger_cap: int | None = None):
         super().__init__(runner)
         self._sock = sock
         self._limits = (limit, header_timeout_s, error_log_interval_s)
+        self._linger_cap = linger_cap
         self._log = log
         self.gate: ConnectionGate | None = None
         if sock.family == socket.AF_UNIX:
@@ -258,7 +362,7 @@ class GatedSite(web.BaseSite):
         assert server is not None
         limit, header_timeout_s, interval_s = self._limits
         self.gate = ConnectionGate(server, self._sock, limit=limit, header_timeout_s=header_timeout_s,
-                                   log=self._log, error_log_interval_s=interval_s)
+                                   log=self._log, error_log_interval_s=interval_s, linger_cap=self._linger_cap)
         self.gate.start()
 
     async def stop(self) -> None:

@@ -35,6 +35,7 @@ from aiohttp import web
 from daemon.api import companions, privacy, scoped, validation
 from daemon.api.errors import ApiError, classify, error_body, openai_error
 from daemon.api.gate import RateLimitedLog
+from daemon.api.protocol import ACCESS_LOG
 from daemon.api.tokens import TokenBook
 from daemon.component import DaemonContext
 from daemon.registry import CompanionRegistry
@@ -208,8 +209,8 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
             response.headers["WWW-Authenticate"] = 'Bearer realm="anima"'
         if status in (408, 413, 415):
             response.force_close()  # the unread body must not be parsed as the next request
-    _log(app, target).debug("api.request", op=op.operation_id if op else None, status=response.status,
-                            ms=round((time.perf_counter() - started) * 1000, 2))
+    # Logged by the connection once the response is written (daemon/api/protocol.py): the truth the client got.
+    request[ACCESS_LOG] = (_log(app, target), op.operation_id if op else None, started)
     return response
 
 

@@ -56,7 +56,11 @@ def bind_unix(path: Path, mode: str, group: str) -> socket.socket:
             f"socket path {path} is {len(encoded)} bytes; a Unix socket path must be at most "
             f"{MAX_SOCKET_PATH_BYTES}; set [api] socket_path to a shorter path"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # no permission, a file in the way, a read-only filesystem
+        raise ConfigError(f"cannot create the socket's directory {path.parent} ({exc.strerror}); create it for "
+                          "the daemon's user or set [api] socket_path") from None
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise ConfigError(f"{path} exists and is not a socket; move it away or set [api] socket_path")
@@ -66,7 +70,11 @@ def bind_unix(path: Path, mode: str, group: str) -> socket.socket:
         path.unlink()  # a stale socket of a previous run
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.bind(str(path))
+        try:
+            sock.bind(str(path))
+        except OSError as exc:  # EACCES, EROFS: the folder is not ours to write in
+            raise ConfigError(f"cannot create the socket {path} ({exc.strerror}); give the daemon's user write "
+                              "access to its folder or set [api] socket_path") from None
         os.chmod(path, int(mode, 8))
         if group:
             try:

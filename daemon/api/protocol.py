@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from aiohttp import web
@@ -23,6 +24,10 @@ _SILENT = logging.getLogger("anima.api.aiohttp_silenced")
 _SILENT.addHandler(logging.NullHandler())
 _SILENT.propagate = False
 _SILENT.disabled = True  # aiohttp's own messages may quote request bytes: none of them is ever emitted
+
+# Request key: (log, operation id, perf_counter start) set by the API's guard; the access line is written
+# once the response has been written (QuietRequestHandler.finish_response), so it says what the client got.
+ACCESS_LOG: Any = web.RequestKey("anima_access_log", tuple) if hasattr(web, "RequestKey") else "anima_access_log"
 
 _CODES = {400: "bad_request", 408: "request_timeout", 413: "too_large", 431: "too_large"}
 _MESSAGES = {
@@ -53,6 +58,7 @@ class QuietRequestHandler(RequestHandler):
 
     api_log: Any = None  # the daemon's structlog logger, set by QuietServer
     gate: Any = None  # the ConnectionGate that admitted this connection, told when it closes
+    gate_socket: Any = None  # its accepted socket (the gate peeks at unread bytes before calling it idle)
 
     def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
@@ -62,6 +68,21 @@ class QuietRequestHandler(RequestHandler):
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; cannot send an error response")
         return error_response(status, exc)
+
+    async def finish_response(self, request: Any, resp: Any, start_time: float | None) -> tuple[Any, bool]:
+        """Write the response, then log `api.request` with the status the client got: a response that could
+        not be written (the client or the gate closed the connection) says `delivered=False` (issue 25: a
+        burst's log said 200 for answers that were dropped)."""
+        resp, reset = await super().finish_response(request, resp, start_time)
+        access = request.get(ACCESS_LOG) if hasattr(request, "get") else None
+        if access is not None:
+            log, op, started = access
+            fields: dict[str, Any] = {"op": op, "status": resp.status,
+                                      "ms": round((time.perf_counter() - started) * 1000, 2)}
+            if reset:
+                fields["delivered"] = False
+            log.debug("api.request", **fields)
+        return resp, reset
 
     def log_exception(self, *args: Any, **kw: Any) -> None:
         log = self.api_log

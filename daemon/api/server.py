@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.gate import ConnectionGate, GatedSite, connection_limit
+from daemon.api.gate import ConnectionGate, GatedSite, connection_limit, linger_capacity
 from daemon.api.http import APP, make_app
 from daemon.api.listen import bind_tcp, bind_unix, socket_path, tcp_address
 from daemon.api.protocol import QuietAppRunner
@@ -54,7 +54,8 @@ class ApiServer:
         self.runner = QuietAppRunner(self.app, log=self.log, handle_signals=False, shutdown_timeout=5.0)
         limit = connection_limit(api.max_connections, api.fd_reserve)
         gate = {"limit": limit, "header_timeout_s": api.header_timeout_s, "log": self.log,
-                "error_log_interval_s": api.error_log_interval_s}
+                "error_log_interval_s": api.error_log_interval_s,
+                "linger_cap": linger_capacity(limit, api.fd_reserve)}
         try:
             await self.runner.setup()
             sites = [GatedSite(self.runner, sock, **gate)]

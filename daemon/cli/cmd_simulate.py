@@ -27,6 +27,8 @@ from engine import activity as act
 from engine.control import Switches
 from engine.errors import ConfigError, InputError, StoreError
 from engine.life import machine, record
+from engine.memory.importer import load_history_turns
+from engine.memory.ingest import TurnInput, parse_ts
 from engine.persona import Persona, describe_persona, persona_of_companion
 from engine.settings import Settings
 from engine.store import connect, migrate, transaction
@@ -48,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--step-s", type=float, default=300.0, help="heartbeat of the simulation in seconds (default 300)")
     parser.add_argument("--keep", metavar="DB", help="write the run to this new database file and keep it")
     parser.add_argument("--plot", metavar="PNG", help="draw the run's mood, energy and activities to this PNG")
+    parser.add_argument("--chat", metavar="FILE",
+                        help="play these turns (JSON Lines: ts, turn_id, role, text) at their instants, through the "
+                             "same use case as POST /v1/turns")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=handle)
 
@@ -58,12 +63,15 @@ def parse_start(text: str, tz: str) -> float:
 
 def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, str, int], name: str,
              step_s: float = 300.0, keep: str | None = None, plot: str | None = None,
-             forecast_next: bool = False) -> dict[str, Any]:
+             forecast_next: bool = False, chat: str | None = None) -> dict[str, Any]:
     """Run `days` of her life from `start` for the companion born at `birth` = (local, tz, sect).
 
     `keep` names a new database file to write and keep; `plot` a PNG to draw the run into. `forecast_next`
     also forecasts each activity's successor (activity.next_kind) as the daemon does; off by default, since
-    nobody reads a forecast mid-run and the life is the same without it (a test checks both).
+    nobody reads a forecast mid-run and the life is the same without it (a test checks both). `chat` names a
+    JSON Lines file of turns (the `anima ingest` format) played at their instants through
+    engine.usecases.turns.record_turn, the use case of POST /v1/turns (issue 24: what a conversation does to
+    her days); a bad line or a turn outside the run is an InputError before anything runs.
     """
     from engine.companion import create_companion
     from engine.inner import resume_after_gap
@@ -75,6 +83,7 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
     tz = settings.life.tz
     end = start + days * 86400.0
     stop = end + TAIL_H * 3600.0
+    turns = _chat_turns(chat, settings, start, stop) if chat else []
     # The kept file holds the whole run: trace retention counts back from the simulated now, so a
     # run longer than [life] trace_retention_days would otherwise prune its own beginning.
     run_days = (stop - start) / 86400.0 + 1.0
@@ -93,7 +102,7 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
                 raise StoreError("the simulated companion has no persona")
             resume_after_gap(conn, settings, persona, None, start)
             with _few_collections():
-                trace = _run(conn, settings, persona, start, stop, step_s, forecast_next)
+                trace = _run(conn, settings, persona, start, stop, step_s, forecast_next, turns)
             rows = life_store.activities(conn, start, stop)
             events = life_store.life_events(conn, start, stop, told_only=False)
             if target is not None:
@@ -126,8 +135,20 @@ def _few_collections() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _chat_turns(path: str, settings: Settings, start: float, stop: float) -> list[tuple[float, TurnInput]]:
+    """The turns of a chat script in time order, each with its instant (its user line's ts); all checked first."""
+    turns = [(parse_ts(turn.ts_iso), turn) for turn in
+             load_history_turns(path, max_text_chars=settings.memory.max_text_chars)]
+    for at, turn in turns:
+        if not start <= at < stop:
+            raise InputError(f"--chat {path}: turn {turn.turn_id} at {turn.ts_iso} is outside the simulated run "
+                             f"({_iso(start, settings.life.tz)} to {_iso(stop, settings.life.tz)})")
+    return sorted(turns, key=lambda pair: pair[0])
+
+
 def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: float,
-         step_s: float, forecast_next: bool = False) -> list[dict[str, Any]]:
+         step_s: float, forecast_next: bool = False,
+         turns: list[tuple[float, TurnInput]] | None = None) -> list[dict[str, Any]]:
     """Beat her life from `start` to `stop` every `step_s` seconds; return the trace, read a day at a time.
 
     Same life as a beat-by-beat run, at a fraction of the cost. A beat at which nothing ends (her activity's
@@ -137,8 +158,11 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
     One transaction per simulated day: a commit per beat was most of a beat's cost.
     """
     from engine.inner import step_inner
+    from engine.usecases.turns import record_turn
 
     switches = Switches.defaults()   # a simulation runs with every switch on
+    chats = list(turns or [])
+    embedder = _chat_embedder(settings) if chats else None
     trace: list[dict[str, Any]] = []
     t = read_to = start
     cur = life_store.current_activity(conn)   # then step_inner says what she is doing after each step
@@ -146,7 +170,7 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
         day_end = t + 86400.0
         with transaction(conn):
             while t < stop and t < day_end:
-                due = _next_end(cur)
+                due = min(_next_end(cur), chats[0][0] if chats else math.inf)
                 quiet = []
                 # The last beat is always a real step, so the stored state ends at `stop` as before.
                 while t < day_end and (beat := min(stop, t + step_s)) < min(due, stop):
@@ -154,6 +178,13 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
                     t = beat
                 if quiet and cur is not None:
                     _quiet_beats(conn, settings, persona, cur["kind"], quiet)
+                if chats and t < day_end and chats[0][0] <= min(stop, t + step_s):
+                    at, turn = chats.pop(0)
+                    t = max(t, at)
+                    step_inner(conn, settings, persona, t, switches, forecast_next=forecast_next, summary=False)
+                    record_turn(conn, settings, persona, embedder, turn, t, embed=False, origin="api")
+                    cur = life_store.current_activity(conn)
+                    continue
                 if t < stop and t < day_end:
                     t = min(stop, t + step_s)
                     cur = step_inner(conn, settings, persona, t, switches, forecast_next=forecast_next,
@@ -163,6 +194,14 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
         trace += life_store.trace(conn, read_to, t + 1e-6)
         read_to = t + 1e-6
     return trace
+
+
+def _chat_embedder(settings: Settings) -> Any:
+    """The configured embedder, for the model check of a recorded turn; no vector is computed in a run (the
+    daemon's indexer would do that later), so the model is never run."""
+    from engine.memory.embed import make_embedder
+
+    return make_embedder(settings.memory)
 
 
 def _next_end(cur: dict[str, Any] | None) -> float:
@@ -308,7 +347,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if args.keep and Path(args.keep).resolve() == env.db_path.resolve():
         raise InputError("--keep must name a new file, not the real database")
     report = simulate(settings, days=args.days, start=start, birth=birth, name=name, step_s=args.step_s,
-                      keep=args.keep, plot=args.plot)
+                      keep=args.keep, plot=args.plot, chat=args.chat)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, sort_keys=True))
         return 0

@@ -24,7 +24,7 @@ USES = ("sleep", "meal", "work", "commute", "domestic", "social", "leisure", "sc
 WHY_ZH = {"tired": "累了", "hungry": "饿了", "curious": "好奇", "lonely": "有点想人", "routine": "日常",
           "low_mood": "心情低落", "restless": "坐不住", "relax": "放松一下", "sociable": "想热闹", "resume": "接着做",
           "chat": "在和你聊天", "sleepy": "困了", "work": "上班", "needed": "该做了", "festival": "过节",
-          "family": "回家过年", "good_mood": "心情不错"}
+          "family": "回家过年", "good_mood": "心情不错", "unsettled": "心里有事睡不着"}
 CATEGORY_WHY = {"reading": "curious", "learning": "curious", "creative": "curious", "music": "relax",
                 "outdoor": "restless", "exercise": "restless", "social": "sociable", "domestic": "routine",
                 "screen": "relax", "rest": "relax"}

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.feelings import table as feelings_table
 
 SLOT = re.compile(r"\{(\w+)\}")
 MOMENTS = ("done", "disappointed", "resumed", "abandoned")
@@ -201,7 +202,20 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "going": lambda f: bool(f["going"]),  # a commute before noon: to the studio
     "home": lambda f: f["place"] == "家",  # the day machine says she is at home (a freelance workday)
     "away": lambda f: f["place"] not in (None, "家"),
+    # issue 24: her strongest named feeling (f_<key> per engine/data/feelings.toml) and whether its cause is
+    # something the user told her; `tail` is the rare draw that allows a flat stock tail
+    "felt": lambda f: f.get("feeling") is not None,
+    "user_cause": lambda f: bool(f.get("user_cause")),
+    "tail": lambda f: bool(f.get("tail")),
+    "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
 }
+
+
+def _feeling_is(key: str) -> Callable[[Facts], bool]:
+    return lambda f: f.get("feeling") == key
+
+
+CONDITIONS.update({f"f_{name}": _feeling_is(name) for name in feelings_table().kinds})
 
 
 def eligible(alt: Alt, facts: Facts, slots: Mapping[str, str]) -> bool:
@@ -239,19 +253,22 @@ def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mappi
 
 
 def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapping[str, str],
-           event: str | None = None) -> list[str] | None:
+           event: str | None = None, wanted: frozenset[str] = frozenset()) -> list[str] | None:
     """The clauses of one production for (kind, moment): a random production whose core symbols all expand.
 
     Optional symbols (setting, detail, feeling ...) drop out when nothing is eligible; a production whose core
     cannot expand is skipped for the next, so a kind that has no 'letdown' for a sunny day still gets a sentence.
     A story event (a book finished) must be told: the symbols the kind words for that event become core, and only
-    productions that contain them are tried.
+    productions that contain them are tried. `wanted` symbols (a feeling on a low day) are preferred: productions
+    with them are tried first, the others only if none of those expands.
     """
     g = grammar()
     own = g.kinds[kind].clauses
     forced = {key.split(".")[0] for key in own if event is not None and key.endswith(f".{event}")}
     prods = [prod for prod in g.productions[moment] if forced <= set(prod)]
     rng.shuffle(prods)
+    if wanted:
+        prods.sort(key=lambda prod: not wanted <= set(prod))   # stable: the shuffled order within each group
     for prod in prods:
         clauses: list[str] = []
         used: frozenset[str] = frozenset()

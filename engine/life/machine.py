@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from engine import energy as energy_model
+from engine import feelings as feel
 from engine import mood as mood_model
 from engine.life import cast as cast_model
 from engine.life import household as house_model
@@ -56,6 +57,19 @@ FATIGUE_PUSH = 0.05      # valence push per unit of energy above (+) or below (-
 DISAPPOINTED_PUSH = (-0.05, 0.02, -0.03)
 RAIN_DISAPPOINT = 0.5    # extra chance an outdoor kind goes wrong when it rains
 HOME_PLACES = ("家", "阳台")   # her own fridge; at her parents' it is theirs
+# Issue 24: a feeling this strong, of these kinds, keeps her awake a while at bedtime (once a night): she lies
+# awake (daydream, why "unsettled") before she sleeps, so bad news costs her sleep as it does people.
+UNSETTLED_FEELINGS = ("sad", "worried", "tender", "wronged")
+UNSETTLED_AT = 0.45
+LIE_AWAKE_MIN = (30, 70)   # how long she lies awake, minutes (a 5-minute grid)
+# Which band her words take (engine/life/narrate.py): a named feeling this strong decides it; else her valence
+# this far from her baseline does.
+FEELING_BAND_AT = 0.3
+VALENCE_BAND_DEV = 0.1
+# A feeling is named in her words while it is strong, or for a while after what raised it (the glow of a call is
+# said about the call and the hour after, not about every sentence of the evening).
+NAMED_AT = 0.45
+NAMED_FOR_S = 90 * MINUTE
 
 
 def _world(ctx: LifeContext, state: LifeState, day: str) -> WorldDay:
@@ -117,6 +131,9 @@ def transition(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: floa
     if kind == "chat":
         effects.append(EndActivity(cur["id"], "done", at, cur["detail"]))
         state, more = _after_chat(ctx, state, at, suspended, mood_on, preview)
+        started = more[-1]
+        if mood_on and isinstance(started, StartActivity):
+            state = retarget(ctx, state, at, started.kind)
         return state, effects + more
     state, done = _finish(ctx, state, cur, at, mood_on, preview)
     effects += done
@@ -126,6 +143,8 @@ def transition(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: floa
         state, start = replan_from(ctx, state, at, mood_on)
     else:
         state, start = _choose_and_start(ctx, state, at, kind, mood_on, preview)
+    if mood_on:
+        state = retarget(ctx, state, at, start.kind)
     return state, [*effects, start]
 
 
@@ -153,8 +172,30 @@ def _wake_up(ctx: LifeContext, state: LifeState, at: float, slept_h: float, mood
     state = state.evolve(house=house_model.new_day(state.house), slept_h=slept)
     if mood_on:
         tone = mood_model.waking_tone(state.seed_key, dt.date.fromisoformat(day_of(at, ctx.tz)), slept, ctx.mp)
-        state = state.evolve(mood=mood_model.set_tone(state.mood, tone))
+        state = state.evolve(day_tone=tone, feelings=tuple(feel.apply_raises(
+            state.feelings, feel.waking_raises(slept, ctx.mp.sleep_need_h), at)))
+        state = retarget(ctx, state, at, "sleep")
     return _new_plan(ctx, state, at, woke_at=at)
+
+
+def retarget(ctx: LifeContext, state: LifeState, at: float, kind: str | None) -> LifeState:
+    """Point her mood layer at the day's tone plus her feelings (valence) and at what she is doing plus her
+    feelings (arousal, dominance): engine.mood.set_targets, constant until the next transition (issue 24)."""
+    pv, pa, pd = feel.pad_pull(state.feelings, at)
+    spec = catalogue().get(kind) if kind else None
+    ta, td = feel.activity_tone(spec.category) if spec else (0.0, 0.0)
+    return state.evolve(mood=mood_model.set_targets(state.mood, state.day_tone + pv, ta + pa, td + pd))
+
+
+def _lie_awake_s(rng: Any) -> float:
+    lo, hi = LIE_AWAKE_MIN
+    return (lo + 5 * rng.randint(0, (hi - lo) // 5)) * MINUTE
+
+
+def unsettled(state: LifeState, at: float) -> bool:
+    """A strong sad or anxious feeling that keeps her awake at bedtime."""
+    top = feel.current(state.feelings, at)
+    return any(f["name"] in UNSETTLED_FEELINGS and f["i"] >= UNSETTLED_AT for f in top)
 
 
 def _new_plan(ctx: LifeContext, state: LifeState, t: float, woke_at: float | None) -> LifeState:
@@ -203,8 +244,13 @@ def _choose_and_start(ctx: LifeContext, state: LifeState, t: float, previous: st
     assert state.plan is not None
     anchor = next_anchor(state.plan, t)
     sleep_end = wake_for(ctx, state, t) if anchor.kind == "sleep" and anchor.at <= t + 60 else None
-    choice = choose(_situation(ctx, state, t, previous, sleep_end))
     plan = dict(state.plan)
+    if sleep_end is not None and not plan.get("lay_awake") and mood_on and unsettled(state, t):
+        rng = rng_for(state.seed_key, plan["day"], "unsettled", round(t, 3))
+        choice = Choice("daydream", "unsettled", t + _lie_awake_s(rng), place="家")
+        plan["lay_awake"] = True
+    else:
+        choice = choose(_situation(ctx, state, t, previous, sleep_end))
     if choice.anchor is not None and choice.anchor != "sleep":
         plan["done"] = [*plan["done"], choice.anchor]
     if choice.kind == "nap":
@@ -252,6 +298,8 @@ def preview_next(ctx: LifeContext, state: LifeState, start: StartActivity, mood_
         return None
     spec = catalogue()[start.kind]
     at = start.expected_end
+    if mood_on:   # the transition that starts it points her mood at it (retarget) right after this preview
+        state = retarget(ctx, state, start.started_at, start.kind)
     forecast = advance(ctx, state, at, spec) if mood_on else state
     cur = {"id": -1, "kind": start.kind, "started_at": start.started_at, "expected_end": at, "detail": start.detail}
     _, effects = transition(ctx, forecast, cur, at, [], mood_on=mood_on, preview=True)
@@ -266,6 +314,10 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     detail = cur["detail"]
     outcome = Outcome(detail.get("outcome", "done"))
     effects: list[Effect] = [EndActivity(cur["id"], "done", at, detail)]
+    if mood_on:   # what it raised colours its own sentence (issue 24)
+        raises = feel.activity_raises(state.seed_key, kind, outcome.value, energy_level(ctx, state, at), at)
+        if raises:
+            state = state.evolve(feelings=tuple(feel.apply_raises(state.feelings, raises, at)))
     if not preview:
         text, story = _sentence(ctx, state, cur, at, Moment.COMPLETED, outcome)
         state = state.evolve(story=story)
@@ -299,9 +351,29 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
                   world=world_of(ended.date(), ctx.city, state.seed_key), outcome=outcome,
                   with_whom=Companion(member.id, member.name, member.relation) if member else None,
                   place=cur["detail"].get("place"), valence=mood_model.values(state.mood, ctx.mp)[0],
-                  remaining_s=remaining_s)
+                  remaining_s=remaining_s, **_felt(ctx, state, at, outcome))
     text, story = narrate(scene, StoryState.adopt(state.story), state.seed_key)
     return text, story.data
+
+
+def _felt(ctx: LifeContext, state: LifeState, at: float, outcome: Outcome) -> dict[str, Any]:
+    """The Scene's feeling fields: her strongest feeling and its cause, and the band her words take."""
+    top = feel.strongest(state.feelings, at)
+    if outcome is Outcome.DISAPPOINTED:
+        band = "neg"
+    elif top is not None and top["i"] >= FEELING_BAND_AT:
+        band = "pos" if feel.sign_of(top["name"]) == "pos" else "neg"
+    else:
+        dev = mood_model.values(state.mood, ctx.mp)[0] - ctx.mp.baseline[0]
+        band = "neg" if dev <= -VALENCE_BAND_DEV else "pos" if dev >= VALENCE_BAND_DEV else "flat"
+    tab = feel.table()
+    if top is None or not (top["i"] >= NAMED_AT or at - top["since"] <= NAMED_FOR_S):
+        return {"band": band}
+    sign = "pos" if feel.sign_of(top["name"]) == "pos" else "neg"
+    if band != "flat" and sign != band:
+        return {"band": band}   # a faint glad feeling on a low day: the band's own words, not a contradiction
+    cause = "" if top["cause"] in tab.quiet_causes else str(top["cause"])
+    return {"band": band, "feeling": top["name"], "feeling_cause": cause}
 
 
 def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[dict[str, Any]], mood_on: bool,
@@ -317,6 +389,16 @@ def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[d
         if kind == "sleep":
             new_end = float(susp["expected_end"])
             resumable = new_end - at >= 30 * MINUTE
+            if resumable and mood_on and state.plan is not None and not state.plan.get("lay_awake") \
+                    and unsettled(state, at):
+                # woken by bad news: she lies awake a while; the plan's sleep anchor puts her back to bed after
+                effects.append(CloseSuspended(susp["id"], "abandoned", {**detail, "abandoned_at": at}))
+                rng = rng_for(state.seed_key, state.plan["day"], "unsettled", round(at, 3))
+                plan = {**state.plan, "lay_awake": True}
+                state = state.evolve(plan=plan)
+                end = at + _lie_awake_s(rng)
+                return state, [*effects, _start(ctx, state, "daydream", at, end, "unsettled", {"place": "家"},
+                                                mood_on, preview)]
         else:
             new_end = at + remaining
             resumable = (new_end <= float(susp["expected_end"]) + ctx.settings.life.resume_window_s

@@ -30,6 +30,13 @@ WALK_STEPS_PER_MIN = (95, 112)  # an ordinary walking cadence
 WALK_KMH = (4.2, 5.2)  # a stroll, slower than a brisk 5.5
 RUN_KMH = (7.5, 9.5)  # an easy jog
 RESUME_AT_LEAST_MIN = 1
+# Issue 24: how often a sentence with no named feeling in a flat band may end on a stock tail ("日子就是这样");
+# a rare choice, not the default (they were half of all sentences).
+FLAT_TAIL_CHANCE = 0.1
+# How often a low moment says how she feels (else the sentence may go without), and how often a feeling whose cause
+# the user told her is said with that cause: she thinks of it through the day, not in every sentence.
+LOW_SAYS_FEELING = 0.6
+DWELL_CHANCE = 0.3
 # Where a sunset is seen: from half an hour before the sun goes down to a little after.
 GLOW_BEFORE = dt.timedelta(minutes=30)
 GLOW_AFTER = dt.timedelta(minutes=25)
@@ -39,7 +46,7 @@ SLOT_NAMES = frozenset({
     "sight_line", "fruit", "festival_food",
     "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
     "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
-    "next_plant", "look", "name", "news", "topic",
+    "next_plant", "look", "name", "news", "topic", "cause",
 })
 FAMILY_WORDS = {"mother": "妈妈", "father": "爸爸"}  # a daughter says 妈妈, not her mother's name
 
@@ -111,6 +118,8 @@ def _phase(scene: Scene) -> str:
 
 def _band(scene: Scene) -> str:
     """Which feelings fit: a disappointment or a low mood never sounds glad, a glad mood never sounds low."""
+    if scene.outcome is not Outcome.DISAPPOINTED and scene.band in ("pos", "flat", "neg"):
+        return scene.band
     if scene.outcome is Outcome.DISAPPOINTED or scene.valence <= -0.25:
         return "neg"
     if scene.valence >= 0.25:
@@ -141,6 +150,8 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "band": _band(scene),
         "going": scene.ended.hour < 12,
         "place": scene.place,
+        "feeling": scene.feeling,
+        "user_cause": scene.feeling_cause.startswith("你"),
     }
 
 
@@ -210,6 +221,8 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
         slots["new_year"] = "过年"
     if scene.place:
         slots["place"] = scene.place
+    if scene.feeling_cause:
+        slots["cause"] = scene.feeling_cause
     who = scene.with_whom
     if who is not None:
         slots["who"] = FAMILY_WORDS.get(who.relation, who.name)
@@ -271,10 +284,17 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     slots.update(told.slots)
     outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
     facts = facts_of(scene, outdoor)
+    facts["tail"] = rng.random() < FLAT_TAIL_CHANCE
+    # waking is when what she was told comes back first: that sentence always says it
+    waking = scene.kind == "sleep"
+    facts["dwell"] = rng.random() < DWELL_CHANCE or waking
+    says_feeling = rng.random() < LOW_SAYS_FEELING or waking
     moment = {Moment.RESUMED: "resumed", Moment.ABANDONED: "abandoned"}.get(scene.moment)
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
-    clauses = expand(rng, scene.kind, moment, facts, slots, told.event)
+    # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
+    wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
+    clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted)
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
         return None, after

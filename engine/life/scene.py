@@ -52,6 +52,11 @@ class Scene:
     place: str | None = None  # 家 / 公司 / 公园 ... when the machine knows it
     valence: float = 0.0  # her mood when it ended (-1..1): colours the wording, never decides the facts
     remaining_s: float = 0.0  # for RESUMED: how long she still means to go on
+    # Issue 24: the band her words take (pos / flat / neg; None: from valence alone), her strongest named
+    # feeling (engine/data/feelings.toml key) and its cause as she thinks of it ("你家里人走了的事").
+    band: str | None = None
+    feeling: str | None = None
+    feeling_cause: str = ""
 
     @property
     def minutes(self) -> int:

@@ -27,7 +27,7 @@ from engine.settings import Settings
 STATE_VERSION = 2
 # The parts of LifeState that change a few times a day (a transition changes one or two), sorted by name:
 # engine/life/record.py encodes each only when it is a new object.
-SLOW_PARTS = ("house", "met", "plan", "story")
+SLOW_PARTS = ("feelings", "house", "met", "plan", "story")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,10 @@ class LifeState:
     met: dict[str, float] = field(default_factory=dict)
     story: dict[str, Any] = field(default_factory=dict)
     slept_h: float | None = None
+    # Her named feelings with causes (engine/feelings.py), as raised (each fades from its own instant), and the
+    # day's own valence tone (engine.mood.waking_tone) that her feelings are added to (issue 24).
+    feelings: tuple[dict[str, Any], ...] = ()
+    day_tone: float = 0.0
 
     def evolve(self, **changes: Any) -> LifeState:
         """A copy with `changes`: dataclasses.replace without its per-call field introspection (a simulated
@@ -89,10 +93,12 @@ class LifeState:
                 "last_trace_at": None if self.last_trace_at == -math.inf else self.last_trace_at,
                 "last_prune_at": None if self.last_prune_at == -math.inf else self.last_prune_at,
                 "last_chat_at": self.last_chat_at, "last_social_at": self.last_social_at,
-                "life_paused": self.life_paused, "slept_h": self.slept_h}
+                "life_paused": self.life_paused, "slept_h": self.slept_h, "day_tone": self.day_tone}
 
     def part_dict(self, name: str) -> Any:
         """One of the SLOW_PARTS as to_dict writes it."""
+        if name == "feelings":
+            return list(self.feelings)
         if name == "house":
             return self.house.to_dict()
         if name == "met":
@@ -112,7 +118,10 @@ class LifeState:
                    last_chat_at=raw.get("last_chat_at"), last_social_at=raw.get("last_social_at"),
                    life_paused=bool(raw.get("life_paused", False)),
                    house=house_model.Household.from_dict(raw.get("house")), met=dict(raw.get("met") or {}),
-                   story=dict(raw.get("story") or {}), slept_h=raw.get("slept_h"))
+                   story=dict(raw.get("story") or {}), slept_h=raw.get("slept_h"),
+                   feelings=tuple(f for f in raw.get("feelings") or () if isinstance(f, dict)),
+                   # a state saved before issue 24 keeps its day's tone where the mood layer holds it
+                   day_tone=float(raw.get("day_tone", raw["mood"].get("tone", 0.0)) or 0.0))
 
 
 # --- effects: what the caller writes -------------------------------------------------------------

@@ -131,7 +131,9 @@ class RankParams:
     use_decay: bool = True
     use_mmr: bool = True
     use_importance: bool = True
-    use_newer: bool = True  # the newer-state rule (prefer_newer), asked-about-now questions only
+    use_newer: bool = True  # supersession (engine/memory/supersede.py), questions about the present only
+    use_slot_words: bool = True  # supersession: a shared informative word makes a slot, not only a lineage family
+    use_present_default: bool = False  # supersession: a question about the user naming no time asks about now (measured: off)
     use_small_talk: bool = True  # the background relevance floor (is_small_talk)
     use_self_question: bool = True  # a question about the user himself is exempt from that floor (asks_about_self)
     use_time: bool = True  # time windows parsed from the question (engine/memory/timeq.py)
@@ -290,45 +292,6 @@ def mmr(ranked: Sequence[Candidate], lam: float, tokens: Callable[[Candidate], f
                 max_sim[c.memory_id] = sim
     remaining.sort(key=lambda c: -c.score)
     return selected + remaining
-
-
-def prefer_newer(ranked: Sequence[Candidate], boost: float, same_topic: Callable[[Candidate, Candidate], bool],
-                 min_relevance_ratio: float = 0.8) -> list[Candidate]:
-    """Updates: a hit with an OLDER hit on the same topic gets its score times (1 + boost), then re-sort.
-
-    "I moved to Minhang" must outrank "I live in Xuhui" for "where do I live now", although the
-    stale turn usually matches the question's words better. A plain recency decay cannot do this
-    without burying every old memory; the newer-of-a-topic rule only moves statements that have a
-    newer counterpart in the same result list. The newer hit must itself be relevant (relevance at
-    least `min_relevance_ratio` of the older one's), so a passing mention does not jump the queue.
-    """
-    items = list(ranked)
-    if boost <= 0 or len(items) < 2:
-        return items
-    out = []
-    for b in items:
-        has_older = any(
-            a.ts < b.ts and b.relevance >= min_relevance_ratio * a.relevance and same_topic(a, b)
-            for a in items if a is not b
-        )
-        out.append(replace(b, score=b.score * (1.0 + boost)) if has_older else b)
-    out.sort(key=lambda c: (-c.score, -c.ts, c.memory_id))
-    return out
-
-
-def same_state_topic(a_ts: float, b_ts: float, a_families: AbstractSet[str], b_families: AbstractSet[str],
-                     session_gap_s: float) -> bool:
-    """Whether two hits state one single-valued fact at two different times ("I live in Xuhui" ... "I moved").
-
-    What consolidation knows decides the topic: a shared lineage family (engine/consolidate/lineage.py:
-    home, job, pet ...). Two statements in one conversation (closer than `session_gap_s`) are one
-    telling, not an old and a new state: the turn 30 s later is no update. A passage cosine is not
-    evidence here: e5 puts unrelated Chinese sentences above 0.92 (on zh-dev2 the cosine rule lifted
-    the wrong turn: 5 of 12 updates above their stale turn, against 8 of 12 by lineage alone).
-    """
-    if abs(b_ts - a_ts) < session_gap_s:
-        return False
-    return bool(a_families & b_families)
 
 
 def is_small_talk(best_cosine: float, background_cosine: float, margin: float) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 
 from engine.consolidate.lineage import LineageMatcher
 from engine.errors import InputError
-from engine.memory import lexicon, ranking, timeq, vector_index
+from engine.memory import lexicon, ranking, supersede, timeq, vector_index
 from engine.memory.background import background_cosine, background_vectors
 from engine.memory.context import build_block
 from engine.memory.embed import Embedder, refuse_other_model, vec_blob
@@ -26,6 +26,8 @@ from engine.memory.tokens import (
     jaccard_tokens,
     query_term_weights,
     same_text_key,
+    term_idf,
+    word_tokens,
 )
 from engine.settings import LifeSettings, MemorySettings
 from engine.store import memory as memory_store
@@ -210,9 +212,10 @@ def above_background(embedder: Embedder | None, lanes: Lanes, rows: list[Any], m
     return rows
 
 
-def same_state_topic_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidate],
-                          settings: MemorySettings) -> Callable[[Candidate, Candidate], bool]:
-    """ranking.same_state_topic over these hits, with lineage families from their passage vectors."""
+def slot_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidate], settings: MemorySettings,
+              by_words: bool = True) -> Callable[[Candidate, Candidate], bool]:
+    """supersede.same_slot over these hits: lineage families from their passage vectors and, with `by_words`,
+    their informative words (general IDF >= update_slot_idf), segmented for these few hits only."""
     vecs = candidate_vectors(conn, [c.memory_id for c in hits])
     with_vec = [c for c in hits if c.memory_id in vecs]
     families: dict[int, frozenset[str]] = {c.memory_id: frozenset() for c in hits}
@@ -221,10 +224,13 @@ def same_state_topic_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidat
                                                   np.stack([vecs[c.memory_id] for c in with_vec]))
         for c, m in zip(with_vec, matches, strict=True):
             families[c.memory_id] = frozenset(f for f in [m.family, *(x.family for x in m.also)] if f != "none")
+    words: dict[int, frozenset[str]] = {
+        c.memory_id: frozenset(w for w in word_tokens(c.text) if term_idf(w) >= settings.update_slot_idf)
+        if by_words else frozenset() for c in hits}
 
     def same(a: Candidate, b: Candidate) -> bool:
-        return ranking.same_state_topic(a.ts, b.ts, families[a.memory_id], families[b.memory_id],
-                                        settings.update_session_gap_s)
+        return supersede.same_slot(a.ts, b.ts, families[a.memory_id], families[b.memory_id], words[a.memory_id],
+                                   words[b.memory_id], settings.update_session_gap_s)
 
     return same
 
@@ -281,24 +287,6 @@ def asks_about_self(query: str) -> bool:
     if any(p in text for p in _FIRST_PERSON) and _INTERROGATIVES.search(text):
         return True
     return bool(_EN_SELF.search(lowered))
-
-
-# Words that ask about the present state (now, lately, still, yet): the newest statement on a topic answers them.
-# Generic particles (还是, 了吗, 没有) are left out: in a running dialogue they are everywhere (MADial-Bench lost 2 points).
-_NOW_CUES = ("现在", "最近", "目前", "如今", "这阵子", "近来", "还在", "了没", "now", "currently", "lately", "these days",
-             "still", "anymore", "latest", "recently")
-
-
-def asks_about_now(query: str, tail_chars: int = 40) -> bool:
-    """Whether a one-line question asks about the present (a cue word in its last `tail_chars` characters).
-
-    A multi-line query is dialogue context, not a question about her user's current state: on
-    MADial-Bench the cue words of running dialogue (现在, 最近) cost 2 points of Recall@5.
-    """
-    if "\n" in query.strip():
-        return False
-    lowered = query[-tail_chars:].lower()
-    return any(cue in lowered for cue in _NOW_CUES)
 
 
 def vector_lane(conn: Any, query_vec: np.ndarray, n: int, index_from: int) -> dict[int, float]:
@@ -498,14 +486,17 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         if c.topic not in best_of_turn:
             best_of_turn[c.topic] = c
     unique = sorted(best_of_turn.values(), key=lambda c: -c.score)
-    if params.use_newer and hybrid and unique and asks_about_now(text):
-        assert embedder is not None
-        unique = ranking.prefer_newer(unique, settings.update_boost_present,
-                                      same_state_topic_rule(conn, embedder, unique, settings))
     if params.use_mmr:
         unique = ranking.mmr(unique, params.mmr_lambda, lambda c: jaccard_tokens(c.text), limit=k)
         unique = ranking.collapse_same_text(unique, lambda c: same_text_key(c.text))
         unique = ranking.demote_duplicates(unique, lambda c: duplicate_key(c.text))
+    if (params.use_newer and hybrid and unique and settings.update_depth > 0
+            and supersede.asks_about_present(text, asks_about_self(text), window is not None,
+                                             params.use_present_default)):
+        assert embedder is not None
+        head = unique[:settings.update_depth]
+        unique = supersede.supersede(unique, slot_rule(conn, embedder, head, settings, params.use_slot_words),
+                                     settings.update_min_ratio, settings.update_depth)
     if window is not None:
         unique = ranking.window_first(unique, window.start, window.end)
     chosen = unique[:k]

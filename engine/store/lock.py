@@ -30,7 +30,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.errors import LockedError
+from engine.errors import LockedError, StoreAccessError
 
 DEFAULT_REFUSAL = ("database {db} is already used by another anima daemon (pid {pid}); "
                    "stop it first or pass another --db")
@@ -69,8 +69,13 @@ class DaemonLock:
     def acquire(self, refusal: str = DEFAULT_REFUSAL) -> None:
         """Take the lock or raise LockedError with `refusal` ({db} and the holder's {pid} filled in)."""
         check_one_name(self.db_path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = _open_lock_file(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = _open_lock_file(self.path)
+        except OSError as exc:  # EROFS, EACCES, ENOTDIR: an operator's fix; a restart would meet it again
+            raise StoreAccessError(f"cannot open the lock file {self.path} ({exc.strerror}); the database's folder "
+                                   "must be a writable directory for the daemon's user (a read-only filesystem?)"
+                                   ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from engine.errors import StoreError
+from engine.errors import SchemaTooNewError, StoreError
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -58,7 +58,7 @@ def check_not_newer(conn: Any) -> None:
     known = {m.version for m in known_migrations()}
     unknown = sorted(applied_versions(conn) - known)
     if unknown:
-        raise StoreError(
+        raise SchemaTooNewError(
             f"database schema version {max(unknown)} is newer than this anima understands "
             f"(up to {max(known)}); upgrade anima or restore an older backup"
         )

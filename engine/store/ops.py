@@ -131,3 +131,9 @@ def use_rollback_journal(conn: Any) -> None:
 def use_wal(conn: Any) -> None:
     """Back to WAL, the mode the daemon runs the file in."""
     conn.execute(q("journal_mode_wal"))
+
+
+def checkpoint_truncate(conn: Any) -> bool:
+    """Copy the WAL's committed frames into the file and cut the WAL to zero bytes; False when a reader
+    (another process) kept some frames from being copied."""
+    return bool(conn.execute(q("restore_checkpoint")).fetchone()[0] == 0)

@@ -17,12 +17,13 @@ import argparse
 import re
 import sys
 import tempfile
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from engine.store.connect import connect
-from engine.store.migrate import _split_statements, code_schema_version, migrate
+from engine.store.migrate import _split_statements, code_schema_version, db_schema_version, migrate
 from engine.store.queries import q
 
 _KIND_ORDER = {"table": 0, "index": 1, "trigger": 2, "view": 3}
@@ -57,6 +58,57 @@ def entries(conn: Any) -> list[tuple[str, str, str, str]]:
 def normalised(conn: Any) -> list[tuple[str, str, str, str]]:
     """`entries` with comments dropped and whitespace collapsed: equal when the schemas are the same."""
     return [(kind, name, table, normalise_sql(sql)) for kind, name, table, sql in entries(conn)]
+
+
+# Litestream keeps these two tables in every file it replicates (its sequence and its write lock); only a
+# trigger could put text in them, and any trigger not anima's is reported.
+LITESTREAM_TABLES = frozenset({"_litestream_seq", "_litestream_lock"})
+
+
+@cache
+def migrated_objects(version: int) -> tuple[dict[str, tuple[str, str, str]], frozenset[str]]:
+    """What anima's own migrations up to `version` create: {name: (type, table, normalised sql)} of every
+    schema object a person wrote, and the names of the tables SQLite derives (shadow tables, sqlite_*)."""
+    with tempfile.TemporaryDirectory(prefix="anima-schema-") as folder:
+        conn = connect(Path(folder) / "schema.db")
+        try:
+            if version > 0:
+                migrate(conn, now=0, upto=version)
+            derived = _derived(conn)
+            objects = {name: (kind, table, normalise_sql(sql)) for kind, name, table, sql in
+                       (tuple(r) for r in conn.execute(q("schema_objects")).fetchall())
+                       if name not in derived and not name.startswith("sqlite_")}
+            return objects, frozenset(derived)
+        finally:
+            conn.close()
+
+
+def foreign_objects(conn: Any) -> list[str]:
+    """Schema objects in this database that anima's migrations (up to its schema version) do not create, or
+    create otherwise: an added trigger, table, view or index, or a changed one ("trigger keep_text"), and
+    those missing ("index idx_x (missing)"). Empty when the schema is exactly anima's own.
+
+    Why: a file is restored or served as her; a trigger of someone else's can copy forgotten text into a
+    hidden table or mark untold life as told, and no table hash sees it. Shadow tables of FTS5 and vec0
+    are checked by name only (their SQL is the extension's, which may change between its versions), and
+    so are Litestream's two tables.
+    """
+    expected, derived = migrated_objects(db_schema_version(conn))
+    found: list[str] = []
+    seen: set[str] = set()
+    for kind, name, table, sql in (tuple(r) for r in conn.execute(q("schema_objects")).fetchall()):
+        if name.startswith("sqlite_"):  # sqlite_sequence, sqlite_stat*: SQLite's own (the names are reserved)
+            continue
+        seen.add(name)
+        if kind == "table" and (name in derived or name in LITESTREAM_TABLES):
+            continue
+        want = expected.get(name)
+        if want is None:
+            found.append(f"{kind} {name}")
+        elif want != (kind, table, normalise_sql(sql)):
+            found.append(f"{kind} {name} (changed)")
+    found.extend(f"{expected[name][0]} {name} (missing)" for name in sorted(set(expected) - seen))
+    return found
 
 
 def normalise_sql(sql: str) -> str:

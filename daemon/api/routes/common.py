@@ -70,6 +70,7 @@ def mood_of(raw: dict[str, Any]) -> dict[str, Any]:
         "e": round(float(raw["e"]), 4),
         "label": str(raw.get("label", "")),
         "words_zh": feelings.mood_words(raw),
+        **({"feelings": raw["feelings"]} if isinstance(raw.get("feelings"), list) else {}),
     }
 
 

@@ -100,3 +100,7 @@ SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL
 -- name: schema_table_names
 -- Every table name, virtual ones flagged: their shadow tables are SQLite's, not the schema's.
 SELECT name, sql LIKE 'CREATE VIRTUAL TABLE%' AS is_virtual FROM sqlite_master WHERE type = 'table'
+
+-- name: restore_checkpoint
+-- Before a restore sets the old file aside: its WAL's committed frames into the file, the WAL cut to zero bytes.
+PRAGMA wal_checkpoint(TRUNCATE)

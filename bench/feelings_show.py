@@ -1,0 +1,120 @@
+"""Whether her feelings show in her days (issue 24, acceptance 2 and 6): JSON out, paired against another tree.
+
+For 120 days from 2025-01-06 and two charts, runs `anima simulate`'s own function (real engine, no chat) and
+reports per chart: the share of sentences that end on one of the eight flat stock tails (target <= 8 %), the
+share of negatively worded sentences on her ten lowest-valence days and on her ten highest (target >= 15 % and
+>= 3x), the SD of arousal and dominance over the run's trace (targets >= 0.05 and >= 0.04), and the CPU seconds
+of the run. With `--paired TREE` the same script measures TREE (a checkout of another version, e.g. /work/base)
+in a child process, under the same conditions, and prints both.
+
+Usage: python bench/feelings_show.py [--days 120] [--start 2025-01-06T04:00] [--paired /work/base] [--tree DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CHARTS = {"A": "1990-08-15 08:30", "B": "1985-12-01 22:10"}
+# The eight resigned tails the issue counted in about half of all sentences.
+STOCK_TAILS = ("也还行", "平平常常的", "心里很平静", "说不上好也说不上坏", "就这么过去了", "没什么波澜", "不咸不淡的",
+               "日子就是这样")
+# Words that make a sentence read as negatively felt (a low mood, a loss, worry, tiredness, a letdown).
+NEGATIVE_MARKERS = ("难过", "心疼", "担心", "委屈", "失落", "泄气", "空落落", "闷", "提不起", "情绪不太高", "沉沉",
+                    "心里一沉", "堵着", "鼻子就有点酸", "不踏实", "生气", "疲", "累得", "有点累", "懊恼", "心里更乱",
+                    "不太专心", "想找人说说话", "睡不着", "没心思", "失望", "有点沉")
+DAY_TURNS_AT_H = 4
+
+
+def _day_of(iso: str) -> str:
+    return (dt.datetime.fromisoformat(iso) - dt.timedelta(hours=DAY_TURNS_AT_H)).date().isoformat()
+
+
+def measure(tree: str, days: int, start_text: str) -> dict[str, Any]:
+    """Every figure for the tree on sys.path[0]: one simulate run per chart."""
+    from daemon.cli.cmd_simulate import parse_start, simulate
+    from engine.settings import Settings
+    from engine.store import connect
+    from engine.store import life as store
+
+    settings = Settings()
+    start = parse_start(start_text, settings.life.tz)
+    out: dict[str, Any] = {"tree": tree, "days": days, "start": start_text, "charts": {}}
+    for chart, birth in CHARTS.items():
+        with tempfile.TemporaryDirectory(prefix="anima-feel-") as tmp:
+            kept = Path(tmp) / "run.db"
+            began = time.process_time()
+            report = simulate(settings, days=days, start=start,
+                              birth=(birth, settings.companion.demo_tz, settings.companion.bazi_sect),
+                              name=settings.companion.demo_name, keep=str(kept))
+            cpu_s = time.process_time() - began
+            conn = connect(kept)
+            try:
+                trace = store.trace(conn, start, start + days * 86400.0)
+            finally:
+                conn.close()
+        out["charts"][chart] = _figures(report, trace, cpu_s)
+    return out
+
+
+def _figures(report: dict[str, Any], trace: list[dict[str, Any]], cpu_s: float) -> dict[str, Any]:
+    events = report["life_events"]
+    texts = [e["text"] for e in events]
+    tails = sum(1 for t in texts if t.rstrip("。！").endswith(STOCK_TAILS))
+    by_day: dict[str, list[str]] = {}
+    for e in events:
+        by_day.setdefault(_day_of(e["ts"]), []).append(e["text"])
+    daily = [d for d in report["daily"] if d["mood_v_mean"] is not None and by_day.get(d["day"])]
+    ranked = sorted(daily, key=lambda d: d["mood_v_mean"])
+    low, high = ranked[:10], ranked[-10:]
+
+    def neg_share(days: list[dict[str, Any]]) -> float:
+        said = [t for d in days for t in by_day[d["day"]]]
+        return round(sum(1 for t in said if any(m in t for m in NEGATIVE_MARKERS)) / len(said), 4) if said else 0.0
+
+    low_share, high_share = neg_share(low), neg_share(high)
+    return {
+        "sentences": len(texts),
+        "stock_tail_share": round(tails / len(texts), 4) if texts else None,
+        "negative_share_lowest10": low_share,
+        "negative_share_highest10": high_share,
+        "negative_low_over_high": round(low_share / high_share, 2) if high_share else None,
+        "negative_share_all": round(sum(1 for t in texts if any(m in t for m in NEGATIVE_MARKERS)) / len(texts), 4),
+        "valence_day_mean_sd": round(statistics.pstdev([d["mood_v_mean"] for d in daily]), 4) if daily else None,
+        "arousal_sd": round(statistics.pstdev([p["a"] for p in trace]), 4) if trace else None,
+        "dominance_sd": round(statistics.pstdev([p["d"] for p in trace]), 4) if trace else None,
+        "simulate_cpu_s": round(cpu_s, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=120)
+    parser.add_argument("--start", default="2025-01-06T04:00")
+    parser.add_argument("--tree", default=str(Path(__file__).resolve().parents[1]),
+                        help="the checkout to measure (default: this one)")
+    parser.add_argument("--paired", metavar="TREE", help="also measure this checkout, in a child process")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, args.tree)
+    result: dict[str, Any] = {"this": measure(args.tree, args.days, args.start)}
+    if args.paired:
+        env = {**os.environ, "PYTHONPATH": args.paired}
+        child = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--tree", args.paired, "--days",
+                                str(args.days), "--start", args.start], env=env, cwd=args.paired, check=True,
+                               capture_output=True, text=True)
+        result["paired"] = json.loads(child.stdout)["this"]
+    print(json.dumps(result, ensure_ascii=False, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
