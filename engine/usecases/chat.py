@@ -99,7 +99,7 @@ def _facts(built: ContextBuilt, name: str, persona: Persona | None, offer_text: 
             entries.append(f"不要提：{statement}" if entry.get("kind") == "taboo" else statement)
     return PromptFacts(
         name=name or "她", persona=feelings.persona_words(persona),
-        mood_words="、".join(feelings.mood_words(mood)),
+        mood_words="、".join(feelings.mood_words(mood)), mood_cause=feelings.mood_cause(mood),
         energy_words=feelings.energy_words(float(snapshot.get("energy", mood.get("e", 0.5)))),
         activity=None if activity is None or woke else str(activity.get("label") or ""),
         activity_why=f"（{why}）" if why and len(why) <= 40 else "",
