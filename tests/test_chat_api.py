@@ -47,7 +47,8 @@ async def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
     await api.db(lambda conn: inner.step_inner(conn, api.settings, None, api.clock.now(), read_switches(conn)))
     status, _ = await api.call("POST", "/v1/turns", turn("t-dog", REMEMBERED, "好可爱！"))
     assert status == 200
-    api.clock.advance(3600)
+    api.clock.advance(2 * 3600)  # past the chat's quiet time: she is back to her own day
+    await api.db(lambda conn: inner.step_inner(conn, api.settings, None, api.clock.now(), read_switches(conn)))
     try:
         yield api, fake
     finally:
@@ -58,6 +59,7 @@ async def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
 async def test_plain_reply_arrives_unchanged_with_her_prompt_model_and_key_and_is_recallable(served: Any) -> None:
     api, fake = served
     before = await _counts(api)
+    _, state = await api.call("GET", "/v1/state")  # what she is doing when the message arrives
     async with client(api.socket_path) as oa:
         got = await oa.chat.completions.create(model="whatever", messages=[
             {"role": "system", "content": "回答要简短。"},
@@ -69,8 +71,9 @@ async def test_plain_reply_arrives_unchanged_with_her_prompt_model_and_key_and_i
     assert fake.headers[-1]["Authorization"] == f"Bearer {KEY}"
     prompt = fake.system_prompt()
     assert "小安" in prompt and "心情" in prompt and "豆豆" in prompt  # name, mood in words, the remembered turn
-    _, state = await api.call("GET", "/v1/state")
-    assert state["activity"] is not None and (state["activity"]["label"] in prompt or "睡梦" in prompt)
+    activity = state["activity"]
+    assert activity is not None and activity["kind"] != "chat"
+    assert activity["label"] in prompt or "睡梦" in prompt  # what she is doing, or that the message woke her
     # Her prompt first, the client's system message kept after hers, then the conversation.
     assert [m["role"] for m in sent["messages"]] == ["system", "system", "user"]
     assert sent["messages"][1]["content"] == "回答要简短。"
@@ -114,14 +117,18 @@ async def test_upstream_failure_is_an_openai_error_records_nothing_and_the_next_
         served: Any, mode: str, status: int) -> None:
     api, fake = served
     before = await _counts(api)
+    _, state_before = await api.call("GET", "/v1/state")
     fake.mode, fake.delay_s = mode, 3.0
     async with client(api.socket_path) as oa:
         with pytest.raises(openai.APIStatusError) as caught:
-            await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "在吗？"}])
+            await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "我外婆今天走了"}])
         assert caught.value.status_code == status
         error = caught.value.body
         assert isinstance(error, dict) and error["type"] == "api_error" and error["message"]
         assert await _counts(api) == before
+        _, state_after = await api.call("GET", "/v1/state")
+        # Her prompt was written as she would feel after reading it, but nothing of that was kept.
+        assert "难过" in fake.system_prompt() and state_after["mood"] == state_before["mood"]
         fake.mode = "plain"
         got = await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "在吗？"}])
     assert got.choices[0].message.content == fake.reply
