@@ -23,7 +23,9 @@ import pytest
 
 from engine import inner
 from engine.settings import ApiSettings
+from engine.store import transaction
 from engine.store.core import read_switches
+from engine.store.relations import insert_relation
 from tests.api_support import ApiHarness, turn
 from tests.chat_support import KEY, KEY_ENV, FakeModel, client, with_model
 
@@ -108,8 +110,12 @@ async def test_the_same_conversation_sent_again_records_nothing_new(served: Any)
         # The next turn repeats the earlier messages: only its own last user message and reply are new.
         await oa.chat.completions.create(model="x", messages=[*messages, {"role": "assistant", "content": fake.reply},
                                                               {"role": "user", "content": "晚上去吃火锅庆祝"}])
-    after = await _counts(api)
-    assert after["chat_messages"] == once["chat_messages"] + 2
+        after = await _counts(api)
+        assert after["chat_messages"] == once["chat_messages"] + 2
+        # Past [chat] repeat_window_s the same words are a new turn (people do say the same thing twice).
+        api.clock.advance(api.settings.chat.repeat_window_s + 1)
+        await oa.chat.completions.create(model="x", messages=messages)
+    assert (await _counts(api))["chat_turns"] == after["chat_turns"] + 1
 
 
 @pytest.mark.parametrize("mode, status", [("error", 502), ("garbage", 502), ("slow", 504)])
@@ -265,3 +271,21 @@ async def test_over_tcp_the_sdk_api_key_is_the_bearer_token(tmp_path: Path, monk
     finally:
         await api.stop()
         await fake.stop()
+
+
+async def test_her_prompt_carries_the_relationship_nicknames_and_taboos(served: Any) -> None:
+    api, fake = served
+
+    def plant(conn: Any) -> None:
+        now = api.clock.now()
+        with transaction(conn):
+            insert_relation(conn, kind="nickname", statement="2026-05-27 用户说：以后你就叫我小林吧", valid_from=now - 86400,
+                            recorded_at=now - 86400, evidence=[])
+            insert_relation(conn, kind="taboo", statement="2026-05-27 用户说：不要叫我宝宝", valid_from=now - 86400,
+                            recorded_at=now - 86400, evidence=[])
+
+    await api.db(plant)
+    async with client(api.socket_path) as oa:
+        await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "今天天气真好"}])
+    prompt = fake.system_prompt()
+    assert "以后你就叫我小林吧" in prompt and "禁忌（一定要遵守）：2026-05-27 用户说：不要叫我宝宝" in prompt

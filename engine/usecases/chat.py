@@ -120,7 +120,7 @@ def _facts(built: ContextBuilt, name: str, persona: Persona | None, offer_text: 
     for entry in built.relationship:
         statement = str(entry.get("statement", "")).strip()
         if statement:
-            entries.append(f"不要提：{statement}" if entry.get("kind") == "taboo" else statement)
+            entries.append(f"禁忌（一定要遵守）：{statement}" if entry.get("kind") == "taboo" else statement)
     return PromptFacts(
         name=name or "她", persona=feelings.persona_words(persona),
         mood_words="、".join(feelings.mood_words(mood)), mood_cause=feelings.mood_cause(mood),
