@@ -3,8 +3,8 @@
 Builds (or reuses, --db) a companion with N memories (bench/api.py's generated Chinese chat, embedded with
 the real model), starts the real daemon (`python -m daemon run`) on a copy with `[model] base_url` pointing
 at a fake upstream in this process (aiohttp on loopback, answering at once), and sends chat requests over
-the Unix socket one after another, each a new conversation turn (so each records a turn, and the memory
-indexer works in the background as it would in a chat):
+the Unix socket one after another, each a new conversation turn (so each records a turn; before the next
+request the bench waits until the memory indexer has embedded it, as it has by the time a user has typed):
 
 - `before_upstream_ms`: from the client sending the request to the upstream receiving it: reading the
   request, embedding the recall query, recall over N memories, her state, the offer and the prompt
@@ -105,6 +105,17 @@ def stats(values: list[float]) -> dict[str, Any]:
             "p95_ms": round(bench_api.percentile(values, 95), 1), "max_ms": round(max(values), 1) if values else None}
 
 
+async def indexed(session: aiohttp.ClientSession, wait_s: float = 10.0) -> None:
+    """Wait (at most wait_s) until the indexer has embedded the previous turn, as it has by the time a user
+    has typed the next message: the timings are then anima's work for this request, not the last one's."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        async with session.get("http://anima/v1/health") as resp:
+            if not (await resp.json()).get("vectors_pending"):
+                return
+        await asyncio.sleep(0.05)
+
+
 async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pid: int) -> dict[str, Any]:
     before: list[float] = []
     first_extra: list[float] = []
@@ -118,6 +129,7 @@ async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pi
             history = [*history[-6:], {"role": "user", "content": question}]
             stream = i % 2 == 1
             body = json.dumps({"model": "bench", "messages": history, "stream": stream}, ensure_ascii=False)
+            await indexed(session)
             arrived_before = len(upstream.arrived)
             sent = time.perf_counter()
             async with session.post("http://anima/v1/chat/completions", data=body.encode(),
@@ -210,9 +222,11 @@ def main() -> int:
             bench_api.build_db(base, args.memories)
         db = work / "anima.db"
         shutil.copyfile(base, db)
+        load_before = round(os.getloadavg()[0], 2)  # other work on the machine: read the timings with it
         result = asyncio.run(run(db, work, args))
         print(json.dumps({"memories": args.memories, "requests": args.requests, "cores": os.cpu_count(),
-                          **result}, ensure_ascii=False, indent=2))
+                          "load_avg_1m_before_after": [load_before, round(os.getloadavg()[0], 2)], **result},
+                         ensure_ascii=False, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
