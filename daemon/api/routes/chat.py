@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.errors import ApiError, openai_error
+from daemon.api.errors import ApiError, classify, openai_error
 from daemon.api.http import APP, ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, persona_of
 from daemon.api.upstream import UpstreamError, delta_of, reply_of
@@ -192,7 +192,7 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
                             ms=round((time.perf_counter() - started) * 1000, 1))
         if response is None:
             raise
-        await _end_with_error(response, exc)
+        await _end_with_error(response, exc.http_status, {"error": {"code": exc.code, "message": str(exc)}})
         return response
     except ConnectionError:
         api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
@@ -214,7 +214,13 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
     if transport is None or transport.is_closing():
         api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
         return response
-    done = await _finish(request, api, chat, prepared, reply)
+    try:
+        done = await _finish(request, api, chat, prepared, reply)
+    except Exception as exc:  # the stream is open: the failure is told as an error event, not a second response
+        api.ctx.log.error("api.chat_record_failed", turn_id=prepared.turn_id, error=type(exc).__name__)
+        status, body = classify(exc)
+        await _end_with_error(response, status, body)
+        return response
     _log_reply(api, prepared, done, reply, started, first_ms, True, prepare_ms, timings)
     try:
         await response.write(b"data: [DONE]\n\n")
@@ -224,9 +230,10 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
     return response
 
 
-async def _end_with_error(response: web.StreamResponse, exc: UpstreamError) -> None:
+async def _end_with_error(response: web.StreamResponse, status: int, body: dict[str, Any]) -> None:
+    """End an open stream with one OpenAI error event and no [DONE] (the SDK raises it as an APIError)."""
     try:
-        await response.write(_sse(openai_error(exc.http_status, {"error": {"code": exc.code, "message": str(exc)}})))
+        await response.write(_sse(openai_error(status, body)))
         await response.write_eof()
     except ConnectionError:
         pass
