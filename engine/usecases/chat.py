@@ -141,9 +141,11 @@ def prepare_chat(conn: Any, settings: Settings, persona: Persona | None, embedde
                                    settings.chat.repeat_window_s)
         built = build_context(conn, settings, persona, embedder, query, None, None if repeat else turn_id,
                               query_vec, now, fresh)
-        offered = None if repeat else share.offer(conn, settings, persona, turn_id, query, now)
-        offer_text = offered.text if offered is not None and offered.share_id is not None else None
         mood_after = None if repeat else feeling_after(conn, settings, persona, request.last_user, now)
+        # She decides whether to bring up her day as she feels after reading the message (not in the mood
+        # to chat about her sketch right after the user's bad news).
+        offered = None if repeat else share.offer(conn, settings, persona, turn_id, query, now, mood_after)
+        offer_text = offered.text if offered is not None and offered.share_id is not None else None
         prompt, kept = compose(parts, _facts(built, name, persona, offer_text, mood_after),
                                settings.chat.prompt_budget_chars)
     if offered is None or offered.share_id is None or not kept:
