@@ -289,3 +289,15 @@ async def test_her_prompt_carries_the_relationship_nicknames_and_taboos(served: 
         await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "今天天气真好"}])
     prompt = fake.system_prompt()
     assert "以后你就叫我小林吧" in prompt and "禁忌（一定要遵守）：2026-05-27 用户说：不要叫我宝宝" in prompt
+
+
+@pytest.mark.parametrize("mode", ["ignore_stream", "no_done"])
+async def test_a_model_server_that_streams_loosely_still_gives_a_streamed_reply(served: Any, mode: str) -> None:
+    api, fake = served
+    before = await _counts(api)
+    fake.mode = mode
+    async with client(api.socket_path) as oa:
+        stream = await oa.chat.completions.create(model="x", stream=True,
+                                                  messages=[{"role": "user", "content": "讲个笑话吧"}])
+        assert "".join([c.choices[0].delta.content or "" async for c in stream if c.choices]) == fake.reply
+    assert (await _counts(api))["chat_turns"] == before["chat_turns"] + 1
