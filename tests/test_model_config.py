@@ -87,3 +87,17 @@ async def test_the_daemon_logs_one_deprecation_line_for_old_keys_and_chats_throu
     finally:
         await api.stop()
         await fake.stop()
+
+
+def test_doctor_says_where_the_model_is_and_whether_its_key_is_there_without_the_key_or_path() -> None:
+    from daemon.cli.cmd_doctor import check_model
+
+    assert check_model(parse_settings(""), {})["status"] == "skip"
+    settings = parse_settings('[model]\nbase_url = "http://127.0.0.1:8080/v1/secret-path?k=1"\nname = "qwen"\n')
+    missing = check_model(settings, {})
+    assert missing["status"] == "warn" and "ANIMA_MODEL_API_KEY" in missing["detail"]
+    found = check_model(settings, {"ANIMA_MODEL_API_KEY": "sk-doctor"})
+    assert found["status"] == "ok" and "qwen at http://127.0.0.1:8080" in found["detail"]
+    assert "sk-doctor" not in str(found) and "secret-path" not in str(found)
+    old = check_model(parse_settings('[consolidation]\nmodel_base_url = "http://h/v1"\n'), {})
+    assert old["status"] == "warn" and "deprecated" in old["detail"]
