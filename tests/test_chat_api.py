@@ -301,3 +301,18 @@ async def test_a_model_server_that_streams_loosely_still_gives_a_streamed_reply(
                                                   messages=[{"role": "user", "content": "讲个笑话吧"}])
         assert "".join([c.choices[0].delta.content or "" async for c in stream if c.choices]) == fake.reply
     assert (await _counts(api))["chat_turns"] == before["chat_turns"] + 1
+
+
+async def test_a_stream_that_stalls_past_timeout_ends_with_an_error_and_records_nothing(served: Any) -> None:
+    api, fake = served
+    before = await _counts(api)
+    fake.mode, fake.delay_s = "stall", 3.0  # [model] timeout_s is 1.5 here: between two chunks
+    async with client(api.socket_path) as oa:
+        stream = await oa.chat.completions.create(model="x", stream=True,
+                                                  messages=[{"role": "user", "content": "讲个长故事吧"}])
+        with pytest.raises(openai.APIError) as caught:
+            async for _ in stream:
+                pass
+        assert "timeout_s" in caught.value.message
+    assert await _counts(api) == before
+    assert api.log.named("api.chat_upstream_failed")[-1]["status"] == 504
