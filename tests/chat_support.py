@@ -4,7 +4,8 @@ and the official openai client over the daemon's Unix socket.
 `FakeModel` records every request it receives (headers and JSON body) and answers by `mode`: "plain"
 (a chat.completion with `reply`), streamed chunks when the request asks for them, "garbage" (200 with
 a body that is not JSON), "error" (HTTP 500), "slow" (answers after `delay_s`), "stall" (streams the first
-piece, then waits `delay_s` before the rest).
+piece, then waits `delay_s` before the rest), "ignore_stream" (a whole completion even when asked to stream),
+"no_done" (a stream that ends after its finish_reason chunk without `data: [DONE]`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class FakeModel:
             return web.Response(body=b"<html>not a completion</html>", content_type="text/html")
         if self.mode == "slow":
             await asyncio.sleep(self.delay_s)
-        if body.get("stream"):
+        if body.get("stream") and self.mode != "ignore_stream":
             return await self._stream(request)
         return web.json_response({
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
@@ -74,7 +75,9 @@ class FakeModel:
             chunk = {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
             await resp.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
         end = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-        await resp.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+        await resp.write(f"data: {json.dumps(end)}\n\n".encode())
+        if self.mode != "no_done":
+            await resp.write(b"data: [DONE]\n\n")
         return resp
 
     async def start(self) -> FakeModel:

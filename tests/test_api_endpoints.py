@@ -41,7 +41,7 @@ async def test_turn_is_recorded_once_and_returns_memory_ids_and_mood(api: ApiHar
     status, first = await api.call("POST", "/v1/turns", turn("t1", "我的猫芝麻生病了，好难过", "别担心，芝麻会好起来的"))
     assert status == 200 and first["created"] is True
     assert len(first["memory_ids"]) == 2 and len(first["message_ids"]) == 2
-    assert set(first["mood"]) == {"v", "a", "d", "e", "label"}
+    assert set(first["mood"]) == {"v", "a", "d", "e", "label", "words_zh", "feelings"}
     status, again = await api.call("POST", "/v1/turns", turn("t1", "我的猫芝麻生病了，好难过", "别担心，芝麻会好起来的"))
     assert status == 200 and again["created"] is False and again["memory_ids"] == []
     assert again["message_ids"] == first["message_ids"]
@@ -87,7 +87,7 @@ async def test_context_cites_the_turn_and_records_the_injection(api: ApiHarness)
     assert ctx["injection_id"]
     stored = await rows(api, "SELECT turn_id, block_text FROM context_injection WHERE id = ?", ctx["injection_id"])
     assert stored == [("t-next", ctx["context"])]
-    assert set(ctx["mood"]) == {"v", "a", "d", "e", "label"} and 0 <= ctx["energy"] <= 1
+    assert set(ctx["mood"]) == {"v", "a", "d", "e", "label", "words_zh", "feelings"} and 0 <= ctx["energy"] <= 1
 
 
 async def test_context_carries_the_relationship_whatever_the_query(api: ApiHarness) -> None:

@@ -145,3 +145,4 @@ async def test_no_chat_text_prompt_or_key_reaches_a_log_line(
     assert api.log.named("api.chat_replied")  # the log did record the replies, by id and length
     for secret in (user_text, "外婆", TELLS[:12], KEY, EVENT[:8], fake.system_prompt()[:12]):
         assert secret not in logged
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from engine import model_config
 from engine.consolidate import operator_model
 from engine.errors import ConfigError
-from engine.settings import parse_settings
+from engine.settings import ConsolidationSettings, parse_settings
 
 
 def test_model_section_configures_chat_and_the_consolidation_operator_alike() -> None:
@@ -63,3 +64,40 @@ def test_key_comes_from_a_systemd_credential_when_the_environment_has_none(tmp_p
 def test_bad_model_or_chat_settings_are_a_clear_config_error(text: str) -> None:
     with pytest.raises(ConfigError, match=r"\[(model|chat)\]"):
         parse_settings(text)
+
+
+async def test_the_daemon_logs_one_deprecation_line_for_old_keys_and_chats_through_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.api_support import ApiHarness
+    from tests.chat_support import KEY, FakeModel, client
+
+    monkeypatch.setenv("ANIMA_MODEL_API_KEY", KEY)
+    fake = await FakeModel().start()
+    api = ApiHarness(tmp_path)
+    api.settings = dataclasses.replace(api.settings, consolidation=ConsolidationSettings(
+        model_base_url=fake.url, model_name="old-name"))
+    await api.start()
+    try:
+        async with client(api.socket_path) as oa:
+            got = await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "在吗"}])
+        assert got.choices[0].message.content == fake.reply
+        assert fake.requests[-1]["model"] == "old-name" and fake.headers[-1]["Authorization"] == f"Bearer {KEY}"
+        (line,) = api.log.named("config.deprecated")
+        assert "model_base_url" in line["keys"] and fake.url not in str(line) and KEY not in api.log.text()
+    finally:
+        await api.stop()
+        await fake.stop()
+
+
+def test_doctor_says_where_the_model_is_and_whether_its_key_is_there_without_the_key_or_path() -> None:
+    from daemon.cli.cmd_doctor import check_model
+
+    assert check_model(parse_settings(""), {})["status"] == "skip"
+    settings = parse_settings('[model]\nbase_url = "http://127.0.0.1:8080/v1/secret-path?k=1"\nname = "qwen"\n')
+    missing = check_model(settings, {})
+    assert missing["status"] == "warn" and "ANIMA_MODEL_API_KEY" in missing["detail"]
+    found = check_model(settings, {"ANIMA_MODEL_API_KEY": "sk-doctor"})
+    assert found["status"] == "ok" and "qwen at http://127.0.0.1:8080" in found["detail"]
+    assert "sk-doctor" not in str(found) and "secret-path" not in str(found)
+    old = check_model(parse_settings('[consolidation]\nmodel_base_url = "http://h/v1"\n'), {})
+    assert old["status"] == "warn" and "deprecated" in old["detail"]

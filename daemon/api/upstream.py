@@ -119,12 +119,23 @@ class Upstream:
             async with self._client().post(self.config.chat_url, json=body, headers=self.config.headers()) as resp:
                 if resp.status != 200:
                     raise _bad(f"the model server answered HTTP {resp.status}")
+                if resp.content_type == "application/json":  # a server that ignores stream: one whole completion
+                    try:
+                        whole = json.loads(await asyncio.wait_for(resp.read(), timeout_s))
+                    except ValueError:
+                        raise _bad("the model server's answer is not JSON") from None
+                    content, reason = reply_of(whole)
+                    yield {"choices": [{"index": 0, "delta": {"content": content}, "finish_reason": reason}]}
+                    return
+                finished = False  # a chunk carried a finish_reason: a stream that then just ends is complete
                 while True:
                     try:
                         line = await asyncio.wait_for(resp.content.readline(), timeout_s)
                     except ValueError:  # a line over aiohttp's limit
                         raise _bad("the model server streamed a line too long for a chunk") from None
                     if not line:
+                        if finished:
+                            return
                         raise _bad("the model server closed the stream before [DONE]")
                     if len(line) > MAX_LINE_BYTES:
                         raise _bad("the model server streamed a line too long for a chunk")
@@ -138,6 +149,9 @@ class Upstream:
                         chunk = json.loads(data)
                     except ValueError:
                         raise _bad("the model server streamed a chunk that is not JSON") from None
+                    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+                    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+                        finished = finished or bool(choices[0].get("finish_reason"))
                     yield chunk
         except TimeoutError:
             raise _timed_out(timeout_s) from None

@@ -1,6 +1,6 @@
 """`anima doctor`: check what an operator would check by hand, one line each, and exit 1 when something is wrong.
 
-Config, the database files' owner and mode, the socket, the lock, the schema (its version, and no object
+Config, the chat model ([model]: where, and whether its key is there), the database files' owner and mode, the socket, the lock, the schema (its version, and no object
 anima's migrations do not make), integrity (quick_check),
 installed systemd units against the heartbeat, pending vectors, the clock, and the replication lag of
 every companion of the litestream.yml (daemon/replication.py). It only reads: the
@@ -53,6 +53,28 @@ def _check(name: str, status: str, detail: str) -> Check:
 def check_config(env: CliEnv) -> Check:
     source = str(env.config_file) if env.config_file else "embedded defaults (no config file)"
     return _check("config", "ok", f"loaded {source}; database {env.db_path}")
+
+
+def check_model(settings: Any, environ: Any = None) -> Check:
+    """The chat model ([model]): where it is (scheme, host and port only: a URL may carry a key) and whether its
+    key is there; nothing is sent to it (doctor only reads)."""
+    from urllib.parse import urlsplit
+
+    from engine import model_config
+
+    config = model_config.resolve(settings, os.environ if environ is None else environ)
+    if not config.configured:
+        return _check("model", "skip", "no [model] base_url: POST /v1/chat/completions answers 503 and "
+                                       "consolidation runs on its rules")
+    where = urlsplit(config.base_url)
+    detail = f"{config.name} at {where.scheme}://{where.hostname or '?'}{f':{where.port}' if where.port else ''}"
+    if config.from_deprecated:
+        return _check("model", "warn", f"{detail}, from the deprecated [consolidation] model_* keys: move them to "
+                                       "[model] base_url, name, api_key_env, timeout_s")
+    if config.api_key is None:
+        return _check("model", "warn", f"{detail}; no key: neither ${config.api_key_env} nor a credential of "
+                                       "that name is set (fine for a local server that needs none)")
+    return _check("model", "ok", f"{detail}; key from {config.api_key_env}")
 
 
 def check_files(db: Path) -> list[Check]:
@@ -304,6 +326,7 @@ def run_checks(env: CliEnv) -> list[Check]:
     if env.db_path.exists():
         checks.extend(check_database(env.db_path, env, running))
     checks.extend(check_units(env))
+    checks.append(check_model(env.settings))
     return checks
 
 

@@ -23,6 +23,17 @@ def mood_words(mood: Mapping[str, Any]) -> list[str]:
     return [fallback_word(float(mood.get("v", 0.0)), float(mood.get("a", 0.0)))]
 
 
+def mood_cause(mood: Mapping[str, Any]) -> str:
+    """Why she feels so, for her prompt: the strongest named feeling's cause (a category from the inner life's
+    data, never chat text). Causes are worded to the user ("你的好消息"); her prompt speaks to her, so the user
+    is 对方 there."""
+    named = mood.get("feelings")
+    if not isinstance(named, list) or not named or not isinstance(named[0], Mapping):
+        return ""
+    cause = str(named[0].get("cause") or "").strip()
+    return cause.replace("你", "对方") if cause else ""
+
+
 def fallback_word(v: float, a: float) -> str:
     """A plain word from the valence/arousal quadrant (Russell's circumplex), 平静 inside the neutral band."""
     if v <= -NEUTRAL_BAND:

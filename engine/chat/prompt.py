@@ -23,7 +23,7 @@ PART_ORDER = ("identity", "feelings", "activity", "woke", "memory", "no_memory",
 # The placeholders each part may use: a template naming another one is refused at load, not at a reply.
 PLACEHOLDERS = {
     "identity": {"name", "persona"},
-    "feelings": {"mood_words", "energy_words"},
+    "feelings": {"mood_words", "mood_cause", "energy_words"},
     "activity": {"activity", "activity_why"},
     "woke": set(),
     "memory": {"memories"},
@@ -42,6 +42,7 @@ class PromptFacts:
     persona: str
     mood_words: str
     energy_words: str
+    mood_cause: str = ""  # why she feels so (a category, e.g. 对方家里人走了的事); "" when nothing stands out
     activity: str | None = None
     activity_why: str = ""
     woke: bool = False
@@ -98,6 +99,7 @@ def _render(parts: dict[str, str], facts: PromptFacts, memories: list[str], rela
         if name == "offer" and not offer:
             continue
         values = {"name": facts.name, "persona": facts.persona, "mood_words": facts.mood_words,
+                  "mood_cause": f"，因为{facts.mood_cause}" if facts.mood_cause else "",
                   "energy_words": facts.energy_words, "activity": facts.activity or "",
                   "activity_why": facts.activity_why, "memories": "\n".join(memories),
                   "entries": "\n".join(f"- {line}" for line in relationship), "event": offer or ""}

@@ -4,8 +4,8 @@
 digest of the user id and the messages so far; the same conversation sent again within [chat]
 repeat_window_s is the same turn), the context for its last user message (the same build_context as
 POST /v1/context: recall, the injection record, her state, the relationship), at most one offer of her
-untold day (the same policy as POST /v1/share), and her system prompt. Nothing of the conversation is
-written here.
+untold day (the same policy as POST /v1/share), how she feels once she has read the message (appraised in a
+savepoint that is rolled back), and her system prompt. Nothing of the conversation is written here.
 
 `finish_chat` runs after the whole reply arrived, in one transaction: the turn (the last user message and
 her reply) through the same record_turn as POST /v1/turns (appraisal, interruption, the mood push, the
@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from engine import inner
 from engine.chat import feelings
 from engine.chat.prompt import PromptFacts, compose
 from engine.chat.request import ChatMessage, ChatRequest
@@ -31,6 +33,7 @@ from engine.persona import Persona
 from engine.settings import Settings
 from engine.store import transaction
 from engine.store.api import chat_turn_latest, turn_recorded
+from engine.store.core import read_switches
 from engine.usecases import share
 from engine.usecases.context import ContextBuilt, build_context
 from engine.usecases.turns import TurnRecorded, record_turn
@@ -85,23 +88,44 @@ def turn_for(conn: Any, base: str, now: float, window_s: float) -> tuple[str, bo
     return f"{base}-{number}", False
 
 
-def _facts(built: ContextBuilt, name: str, persona: Persona | None, offer_text: str | None) -> PromptFacts:
+def feeling_after(conn: Any, settings: Settings, persona: Persona | None, user_text: str, now: float
+                  ) -> dict[str, Any] | None:
+    """Her mood once she has read `user_text`, without keeping it: the message is appraised inside a savepoint
+    that is rolled back (finish_chat records the turn, and with it the same push, only when the reply is
+    complete). None when appraisal is switched off: then her mood as it is."""
+    switches = read_switches(conn)
+    if not switches.appraisal:
+        return None
+    conn.execute("SAVEPOINT chat_feeling_after")
+    try:
+        return inner.appraise_turn(conn, settings, persona, user_text, None, None, now, switches)
+    finally:
+        conn.execute("ROLLBACK TO chat_feeling_after")
+        conn.execute("RELEASE chat_feeling_after")
+
+
+def _facts(built: ContextBuilt, name: str, persona: Persona | None, offer_text: str | None,
+           mood_after: dict[str, Any] | None) -> PromptFacts:
     snapshot = built.snapshot
-    mood = snapshot["mood"]
+    mood = mood_after or snapshot["mood"]
     activity = snapshot.get("activity") or None
     spec = catalogue().get(activity["kind"]) if activity else None
     woke = bool(spec is not None and spec.asleep)
+    # Already chatting (an earlier turn interrupted her): no activity line. A `why` that is an internal code
+    # ("chat", "plan") says nothing to her; a Chinese reason does.
+    chatting = activity is not None and activity.get("kind") == "chat"
     why = str(activity.get("why") or "") if activity else ""
+    why = why if re.search(r"[\u4e00-\u9fff]", why) else ""
     entries = []
     for entry in built.relationship:
         statement = str(entry.get("statement", "")).strip()
         if statement:
-            entries.append(f"不要提：{statement}" if entry.get("kind") == "taboo" else statement)
+            entries.append(f"禁忌（一定要遵守）：{statement}" if entry.get("kind") == "taboo" else statement)
     return PromptFacts(
         name=name or "她", persona=feelings.persona_words(persona),
-        mood_words="、".join(feelings.mood_words(mood)),
+        mood_words="、".join(feelings.mood_words(mood)), mood_cause=feelings.mood_cause(mood),
         energy_words=feelings.energy_words(float(snapshot.get("energy", mood.get("e", 0.5)))),
-        activity=None if activity is None or woke else str(activity.get("label") or ""),
+        activity=None if activity is None or woke or chatting else str(activity.get("label") or ""),
         activity_why=f"（{why}）" if why and len(why) <= 40 else "",
         woke=woke, memories=[line for line in built.result.context.splitlines() if line.strip()],
         relationship=entries, offer=offer_text)
@@ -117,9 +141,13 @@ def prepare_chat(conn: Any, settings: Settings, persona: Persona | None, embedde
                                    settings.chat.repeat_window_s)
         built = build_context(conn, settings, persona, embedder, query, None, None if repeat else turn_id,
                               query_vec, now, fresh)
-        offered = None if repeat else share.offer(conn, settings, persona, turn_id, query, now)
+        mood_after = None if repeat else feeling_after(conn, settings, persona, request.last_user, now)
+        # She decides whether to bring up her day as she feels after reading the message (not in the mood
+        # to chat about her sketch right after the user's bad news).
+        offered = None if repeat else share.offer(conn, settings, persona, turn_id, query, now, mood_after)
         offer_text = offered.text if offered is not None and offered.share_id is not None else None
-        prompt, kept = compose(parts, _facts(built, name, persona, offer_text), settings.chat.prompt_budget_chars)
+        prompt, kept = compose(parts, _facts(built, name, persona, offer_text, mood_after),
+                               settings.chat.prompt_budget_chars)
     if offered is None or offered.share_id is None or not kept:
         return PreparedChat(turn_id, repeat, prompt, built.injection_id, None, None, None, built)
     return PreparedChat(turn_id, repeat, prompt, built.injection_id, offered.share_id, offered.text,

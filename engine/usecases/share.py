@@ -53,8 +53,11 @@ class Receipt:
 
 
 def offer(conn: Any, settings: Settings, persona: Persona | None, turn_id: str, query: str | None,
-          now: float) -> Offer:
-    """Decide and record an offer in one transaction; a turn asking again gets its open offer back."""
+          now: float, mood: dict[str, Any] | None = None) -> Offer:
+    """Decide and record an offer in one transaction; a turn asking again gets its open offer back.
+
+    `mood` is the mood to decide with when the caller knows better than the stored one (the chat endpoint:
+    how she feels once she has read the message); else her mood now."""
     policy = SharePolicy.from_settings(settings.api)
     with transaction(conn):
         if not read_switches(conn).sharing:
@@ -64,7 +67,8 @@ def offer(conn: Any, settings: Settings, persona: Persona | None, turn_id: str, 
             return Offer("already_offered", existing["id"], existing["life_event_id"], existing["ts"],
                          existing["text"], existing["expires_at"])
         pool = offers.candidates(conn, now, policy.max_age_h * 3600.0)
-        mood = inner.inner_snapshot(conn, settings, persona, now)["mood"] if pool else {"v": 0.0, "a": 0.0}
+        if mood is None:
+            mood = inner.inner_snapshot(conn, settings, persona, now)["mood"] if pool else {"v": 0.0, "a": 0.0}
         decision = decide(pool, query, sociability=float(getattr(persona, "sociability", 0.5)),
                           valence=float(mood["v"]), arousal=float(mood["a"]), now=now,
                           last_offer_at=offers.last_offer_at(conn), policy=policy)

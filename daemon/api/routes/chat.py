@@ -11,6 +11,7 @@ openai_error). Logs carry ids, lengths and timings only: never the messages, the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from functools import partial
@@ -18,15 +19,15 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.errors import ApiError, openai_error
+from daemon.api.errors import ApiError, classify, openai_error
 from daemon.api.http import APP, ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, persona_of
-from daemon.api.routes.context import fresh_rows_for, fresh_vectors_for
 from daemon.api.upstream import UpstreamError, delta_of, reply_of
 from daemon.priority import gate_of
 from engine import activity as act
 from engine.chat.prompt import load_template
 from engine.chat.request import ChatRequest, parse_request
+from engine.memory.recall import query_lines
 from engine.usecases.chat import ChatFinished, PreparedChat, finish_chat, prepare_chat, recall_query
 
 
@@ -44,22 +45,31 @@ def upstream_body(api: ApiState, model: Any, request: ChatRequest, prepared: Pre
     return body
 
 
-async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: float) -> PreparedChat:
+async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: float
+                   ) -> tuple[PreparedChat, dict[str, float]]:
+    """Her prompt for this request, and where its time went (embed_ms: the query; db_ms: the rest)."""
     base = api.embedder()
-    query = recall_query(chat.dialogue())
+    query = recall_query(chat.dialogue()).strip()
     query_vec = None
-    fresh = None
+    known: dict[str, Any] = {}
+    started = time.perf_counter()
     async with gate_of(api.ctx.services).serving():
-        if api.ctx.switches.memory_search and query.strip() and len(query) <= api.settings.memory.max_query_chars:
-            vectors = await api.off_loop(base.embed_queries, [query.strip()])
-            query_vec = vectors[0]
-            fresh = await fresh_vectors_for(api, base, await fresh_rows_for(api, now))
-        embedder = PrecomputedEmbedder(base, queries={query.strip(): query_vec} if query_vec is not None else {})
+        if api.ctx.switches.memory_search and query and len(query) <= api.settings.memory.max_query_chars:
+            # The query and each of its lines (recall reads a multi-line query line by line) in one model call.
+            # Unlike POST /v1/context, turns still waiting for their vectors are not embedded here: they are
+            # this conversation's own last turns, which the client sends in `messages` anyway (and recall
+            # still finds them by their words), so the model call is not paid twice before the reply.
+            texts = list(dict.fromkeys([query, *query_lines(query)]))
+            known = dict(zip(texts, await api.off_loop(base.embed_queries, texts), strict=True))
+            query_vec = known[query]
+        embedded = time.perf_counter()
         name = str((api.ctx.companion or {}).get("name", ""))
         parts = load_template(api.settings.chat.prompt_template)
-        prepared: PreparedChat = await api.db(request, prepare_chat, api.settings, persona_of(api), embedder, chat,
-                                              name, parts, query_vec, now, fresh)
-    return prepared
+        prepared: PreparedChat = await api.db(request, prepare_chat, api.settings, persona_of(api),
+                                              PrecomputedEmbedder(base, queries=known), chat, name, parts, query_vec,
+                                              now)
+    done = time.perf_counter()
+    return prepared, {"embed_ms": round((embedded - started) * 1000, 1), "db_ms": round((done - embedded) * 1000, 1)}
 
 
 async def _finish(request: web.Request, api: ApiState, chat: ChatRequest, prepared: PreparedChat,
@@ -103,8 +113,9 @@ def _completion(model_name: str, reply: str, finish_reason: str | None, upstream
 
 
 def _log_reply(api: ApiState, prepared: PreparedChat, done: ChatFinished | None, reply: str, started: float,
-               first_ms: float | None, stream: bool) -> None:
+               first_ms: float | None, stream: bool, prepare_ms: float, timings: dict[str, float]) -> None:
     api.ctx.log.info("api.chat_replied", turn_id=prepared.turn_id, stream=stream, reply_chars=len(reply),
+                     prepare_ms=prepare_ms, **timings,
                      prompt_chars=len(prepared.system_prompt), recorded=bool(done and done.turn and done.turn.created),
                      offered=prepared.life_event_id, told=done.told_life_event_id if done else None,
                      first_chunk_ms=first_ms, total_ms=round((time.perf_counter() - started) * 1000, 1))
@@ -118,11 +129,13 @@ async def post_chat(request: web.Request, api: ApiState, body: Any) -> Any:
         raise ApiError(503, "unavailable", "no model is configured: set [model] base_url and name in config.toml "
                                            "(and the key in the environment variable [model] api_key_env names)")
     started = time.perf_counter()
-    prepared = await _prepare(request, api, chat, api.now())
+    prepared, timings = await _prepare(request, api, chat, api.now())
     call = upstream_body(api, upstream.config, chat, prepared)
+    prepare_ms = round((time.perf_counter() - started) * 1000, 1)  # what anima adds before the model call
     created = int(api.now())
     if chat.stream:
-        return await _stream(request, api, upstream, chat, prepared, call, created, started)
+        return await _stream(request, api, upstream, chat, prepared, call, created, started, prepare_ms,
+                             timings)
     try:
         completion = await upstream.complete(call)
         reply, finish_reason = reply_of(completion)
@@ -131,7 +144,7 @@ async def post_chat(request: web.Request, api: ApiState, body: Any) -> Any:
                             reason=exc.code, ms=round((time.perf_counter() - started) * 1000, 1))
         raise
     done = await _finish(request, api, chat, prepared, reply)
-    _log_reply(api, prepared, done, reply, started, None, False)
+    _log_reply(api, prepared, done, reply, started, None, False, prepare_ms, timings)
     return _completion(upstream.config.name, reply, finish_reason, completion, created, prepared.turn_id)
 
 
@@ -140,7 +153,8 @@ def _sse(payload: Any) -> bytes:
 
 
 async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: ChatRequest, prepared: PreparedChat,
-                  call: dict[str, Any], created: int, started: float) -> web.StreamResponse:
+                  call: dict[str, Any], created: int, started: float, prepare_ms: float,
+                  timings: dict[str, float]) -> web.StreamResponse:
     """Relay the upstream chunks as they come; record the turn when the whole reply was written to the client.
 
     The response starts with the first upstream chunk, so a model server that is down or silent still gets
@@ -158,25 +172,27 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
                 "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}]}
 
     try:
-        async for raw in upstream.stream(call):
-            piece, reason = delta_of(raw)
-            finish_reason = reason or finish_reason
-            if response is None:
-                response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8",
-                                                                   "Cache-Control": "no-cache"})
-                await response.prepare(request)
-                first_ms = round((time.perf_counter() - started) * 1000, 1)
-                await response.write(_sse(chunk({"role": "assistant", "content": ""}, None)))
-            if piece:
-                pieces.append(piece)
-                await response.write(_sse(chunk({"content": piece}, None)))
+        # aclosing: a client gone mid-stream closes the upstream request now, not when the generator is collected.
+        async with contextlib.aclosing(upstream.stream(call)) as chunks:
+            async for raw in chunks:
+                piece, reason = delta_of(raw)
+                finish_reason = reason or finish_reason
+                if response is None:
+                    response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8",
+                                                                       "Cache-Control": "no-cache"})
+                    await response.prepare(request)
+                    first_ms = round((time.perf_counter() - started) * 1000, 1)
+                    await response.write(_sse(chunk({"role": "assistant", "content": ""}, None)))
+                if piece:
+                    pieces.append(piece)
+                    await response.write(_sse(chunk({"content": piece}, None)))
     except UpstreamError as exc:
         api.ctx.log.warning("api.chat_upstream_failed", turn_id=prepared.turn_id, status=exc.http_status,
                             reason=exc.code, streamed=response is not None,
                             ms=round((time.perf_counter() - started) * 1000, 1))
         if response is None:
             raise
-        await _end_with_error(response, exc)
+        await _end_with_error(response, exc.http_status, {"error": {"code": exc.code, "message": str(exc)}})
         return response
     except ConnectionError:
         api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
@@ -198,8 +214,14 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
     if transport is None or transport.is_closing():
         api.ctx.log.info("api.chat_abandoned", turn_id=prepared.turn_id, reason="client disconnected")
         return response
-    done = await _finish(request, api, chat, prepared, reply)
-    _log_reply(api, prepared, done, reply, started, first_ms, True)
+    try:
+        done = await _finish(request, api, chat, prepared, reply)
+    except Exception as exc:  # the stream is open: the failure is told as an error event, not a second response
+        api.ctx.log.error("api.chat_record_failed", turn_id=prepared.turn_id, error=type(exc).__name__)
+        status, body = classify(exc)
+        await _end_with_error(response, status, body)
+        return response
+    _log_reply(api, prepared, done, reply, started, first_ms, True, prepare_ms, timings)
     try:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
@@ -208,9 +230,10 @@ async def _stream(request: web.Request, api: ApiState, upstream: Any, chat: Chat
     return response
 
 
-async def _end_with_error(response: web.StreamResponse, exc: UpstreamError) -> None:
+async def _end_with_error(response: web.StreamResponse, status: int, body: dict[str, Any]) -> None:
+    """End an open stream with one OpenAI error event and no [DONE] (the SDK raises it as an APIError)."""
     try:
-        await response.write(_sse(openai_error(exc.http_status, {"error": {"code": exc.code, "message": str(exc)}})))
+        await response.write(_sse(openai_error(status, body)))
         await response.write_eof()
     except ConnectionError:
         pass

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from daemon.api.http import ApiState
+from engine.chat import feelings
 from engine.persona import Persona, persona_of_companion
 
 
@@ -60,13 +61,16 @@ def iso(ts: float | None) -> str | None:
 
 
 def mood_of(raw: dict[str, Any]) -> dict[str, Any]:
-    """The contract's Mood shape from the inner-life dict (numbers rounded for the wire)."""
+    """The contract's Mood shape from the inner-life dict (numbers rounded for the wire), with her feelings in
+    Chinese words (the inner life's words_zh when it gives them, else a word from the numbers: engine/chat/feelings.py)."""
     return {
         "v": round(float(raw["v"]), 4),
         "a": round(float(raw["a"]), 4),
         "d": round(float(raw["d"]), 4),
         "e": round(float(raw["e"]), 4),
         "label": str(raw.get("label", "")),
+        "words_zh": feelings.mood_words(raw),
+        **({"feelings": raw["feelings"]} if isinstance(raw.get("feelings"), list) else {}),
     }
 
 

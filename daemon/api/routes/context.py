@@ -61,7 +61,7 @@ async def post_context(request: web.Request, api: ApiState, body: dict[str, Any]
         return await _context(request, api, body)
 
 
-async def fresh_rows_for(api: ApiState, now: float) -> list[Any]:
+async def _fresh_rows(api: ApiState, now: float) -> list[Any]:
     """The newest pending rows this request should embed itself; no DB trip while the indexer has caught up.
 
     Only while this is the one reply being prepared: a companion has one user, so several context
@@ -78,7 +78,7 @@ async def fresh_rows_for(api: ApiState, now: float) -> list[Any]:
     return rows
 
 
-async def fresh_vectors_for(api: ApiState, base: Any, rows: list[Any]) -> tuple[list[int], Any] | None:
+async def _fresh_vectors(api: ApiState, base: Any, rows: list[Any]) -> tuple[list[int], Any] | None:
     """Vectors for `rows`, computed here within FRESH_EMBED_MAX_S; None when there are none.
 
     Rows another request is embedding right now are waited for, not embedded twice
@@ -116,10 +116,10 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
         # The query and, for a multi-line one, each of its lines: one model call, off the DB thread,
         # while the DB thread looks for turns still waiting for their vectors.
         texts = list(dict.fromkeys([query.strip(), *query_lines(query.strip())]))
-        vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), fresh_rows_for(api, now))
+        vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), _fresh_rows(api, now))
         known = dict(zip(texts, vectors, strict=True))
         query_vec = known[query.strip()]
-        fresh = await fresh_vectors_for(api, base, rows)
+        fresh = await _fresh_vectors(api, base, rows)
     embedder = PrecomputedEmbedder(base, queries=known)
     built = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
                          body.get("budget"), body.get("turn_id"), query_vec, now, fresh)

@@ -1,0 +1,274 @@
+"""What the chat endpoint adds to a reply: the time before the upstream call, and the extra time to the first token; JSON out.
+
+Builds (or reuses, --db) a companion with N memories (bench/api.py's generated Chinese chat, embedded with
+the real model), starts the real daemon (`python -m daemon run`) on a copy with `[model] base_url` pointing
+at a fake upstream in this process (aiohttp on loopback, answering at once), and sends chat requests over
+the Unix socket one after another, each a new conversation turn (so each records a turn; before the next
+request the bench waits until the memory indexer has embedded it, as it has by the time a user has typed):
+
+- `before_upstream_ms`: from the client sending the request to the upstream receiving it: reading the
+  request, embedding the recall query, recall over N memories, her state, the offer and the prompt
+  (p50/p95; plain requests);
+- `first_token_extra_ms`: streamed requests, from the upstream writing its first chunk to the client
+  reading the first content chunk: what relaying through anima adds to the time to first token;
+- `first_token_total_ms`: client send to first content chunk (both of the above plus the upstream);
+- `daemon_prepare_ms`: the same span measured inside the daemon (its `api.chat_replied` log line's
+  prepare_ms: handler start to the upstream call), without this process's scheduling;
+- `context_ms`: POST /v1/context for the same questions in the same run (the recall a front end pays
+  without the chat endpoint), as the paired reference;
+- `prepare_cpu_ms`: the CPU time of the same work (query embedding + prepare_chat) run in this process on a
+  copy of the database: the figure that holds when the cores are shared with other work;
+- the daemon's CPU seconds per request and its RSS at the end.
+Both clocks are this process's perf_counter (client and fake upstream share it). Targets (issue 23, 2 cores):
+before_upstream p95 <= 80 ms, first_token_extra p95 <= 20 ms.
+
+Usage: python bench/chat.py [--memories 10000] [--requests 60] [--db PATH] [--think-s 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+_spec = importlib.util.spec_from_file_location("bench_api", REPO / "bench" / "api.py")
+assert _spec is not None and _spec.loader is not None
+bench_api = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_api)
+
+
+class Upstream:
+    """A Chat Completions server that answers at once and notes when each request arrived and each stream began."""
+
+    def __init__(self) -> None:
+        self.arrived: list[float] = []
+        self.first_chunk_sent: list[float] = []
+        self.url = ""
+        self.runner: web.AppRunner | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.arrived.append(time.perf_counter())
+        body = await request.json()
+        reply = "嗯嗯，我记得的，你上次说过这件事。"
+        if not body.get("stream"):
+            return web.json_response({"id": "b", "object": "chat.completion", "created": 0, "model": body["model"],
+                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                                                   "finish_reason": "stop"}]})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for i in range(0, len(reply), 4):
+            chunk = {"id": "b", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "delta": {"content": reply[i:i + 4]}, "finish_reason": None}]}
+            if i == 0:
+                self.first_chunk_sent.append(time.perf_counter())
+            await resp.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self.handle)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"  # type: ignore[union-attr]
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def stats(values: list[float]) -> dict[str, Any]:
+    return {"count": len(values), "p50_ms": round(bench_api.percentile(values, 50), 1),
+            "p95_ms": round(bench_api.percentile(values, 95), 1), "max_ms": round(max(values), 1) if values else None}
+
+
+async def indexed(session: aiohttp.ClientSession, wait_s: float = 10.0) -> None:
+    """Wait (at most wait_s) until the indexer has embedded the previous turn, as it has by the time a user
+    has typed the next message: the timings are then anima's work for this request, not the last one's."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        async with session.get("http://anima/v1/health") as resp:
+            if not (await resp.json()).get("vectors_pending"):
+                return
+        await asyncio.sleep(0.05)
+
+
+async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pid: int) -> dict[str, Any]:
+    before: list[float] = []
+    first_extra: list[float] = []
+    first_total: list[float] = []
+    errors = 0
+    history: list[dict[str, str]] = []
+    cpu_start, wall_start = cpu_s(pid), time.monotonic()
+    async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=sock)) as session:
+        for i in range(requests):
+            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（第{i}次）"
+            history = [*history[-6:], {"role": "user", "content": question}]
+            stream = i % 2 == 1
+            body = json.dumps({"model": "bench", "messages": history, "stream": stream}, ensure_ascii=False)
+            await indexed(session)
+            arrived_before = len(upstream.arrived)
+            sent = time.perf_counter()
+            async with session.post("http://anima/v1/chat/completions", data=body.encode(),
+                                    headers={"Content-Type": "application/json"}) as resp:
+                if resp.status != 200:
+                    errors += 1
+                    await resp.read()
+                    continue
+                if not stream:
+                    out = await resp.json()
+                    reply = out["choices"][0]["message"]["content"]
+                else:
+                    got_first = None
+                    pieces = []
+                    async for line in resp.content:
+                        text = line.decode().strip()
+                        if not text.startswith("data:") or text == "data: [DONE]":
+                            continue
+                        delta = json.loads(text[5:])["choices"][0]["delta"].get("content")
+                        if delta and got_first is None:
+                            got_first = time.perf_counter()
+                        pieces.append(delta or "")
+                    reply = "".join(pieces)
+                    if got_first is not None:
+                        first_extra.append((got_first - upstream.first_chunk_sent[-1]) * 1000)
+                        first_total.append((got_first - sent) * 1000)
+            if len(upstream.arrived) > arrived_before:
+                before.append((upstream.arrived[-1] - sent) * 1000)
+            history.append({"role": "assistant", "content": reply})
+            await asyncio.sleep(think_s)
+    wall = time.monotonic() - wall_start
+    context: list[float] = []
+    async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=sock)) as session:
+        for i in range(min(requests, 30)):
+            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（第{i}次）"
+            sent = time.perf_counter()
+            async with session.post("http://anima/v1/context", json={"query": question}) as resp:
+                await resp.read()
+            context.append((time.perf_counter() - sent) * 1000)
+            await asyncio.sleep(think_s)
+    return {"context_ms": stats(context), "before_upstream_ms": stats(before), "first_token_extra_ms": stats(first_extra),
+            "first_token_total_ms": stats(first_total), "errors": errors,
+            "daemon_cpu_s_per_request": round((cpu_s(pid) - cpu_start) / max(1, requests), 3),
+            "daemon_cpu_pct": round(100 * (cpu_s(pid) - cpu_start) / wall, 1), "daemon_rss_mb": rss_mb(pid)}
+
+
+async def run(db: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    upstream = Upstream()
+    await upstream.start()
+    sock = str(work / "a.sock")
+    config = work / "config.toml"
+    config.write_text(f'[log]\nlevel = "info"\nformat = "json"\n[api]\nsocket_path = "{sock}"\n'
+                      f'[model]\nbase_url = "{upstream.url}"\nname = "bench-model"\n', encoding="utf-8")
+    log = open(work / "daemon.log", "w")  # noqa: SIM115 - closed below
+    daemon = subprocess.Popen([sys.executable, "-m", "daemon", "--config", str(config), "--db", str(db), "run"],
+                              stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        await bench_api.wait_for_socket(sock, 180)
+        await drive(sock, upstream, 6, 0.0, daemon.pid)  # warm-up: the model, the page cache, the caches
+        mark = (work / "daemon.log").stat().st_size
+        result = await drive(sock, upstream, args.requests, args.think_s, daemon.pid)
+        with open(work / "daemon.log", "rb") as handle:
+            handle.seek(mark)
+            lines = [json.loads(line) for line in handle if line.startswith(b"{")]
+        replied = [x for x in lines if x.get("event") == "api.chat_replied"]
+        return {**result, "daemon_prepare_ms": stats([float(x["prepare_ms"]) for x in replied]),
+                "daemon_prepare_embed_ms": stats([float(x["embed_ms"]) for x in replied]),
+                "daemon_prepare_db_ms": stats([float(x["db_ms"]) for x in replied])}
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=60)
+        log.close()
+        assert upstream.runner is not None
+        await upstream.runner.cleanup()
+
+
+def prepare_cpu(db: Path, requests: int) -> dict[str, Any]:
+    """The CPU time of what the chat endpoint does before the model call, in this process on a copy of `db`:
+    the query's embedding and prepare_chat (recall, her state, the offer, how she feels after reading, the
+    prompt). CPU time, unlike wall time, barely moves when other work shares the cores."""
+    import engine  # noqa: F401  (its CPU thread policy first, as the daemon does)
+    from engine.chat.prompt import load_template
+    from engine.chat.request import parse_request
+    from engine.memory.embed import make_embedder
+    from engine.settings import Settings
+    from engine.store import connect
+    from engine.usecases.chat import prepare_chat
+
+    settings = Settings()
+    embedder = make_embedder(settings.memory)
+    conn = connect(db)
+    parts = load_template()
+    embed_ms: list[float] = []
+    total_ms: list[float] = []
+    for i in range(requests + 3):
+        question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（第{i}次）"
+        chat = parse_request({"messages": [{"role": "user", "content": question}]})
+        started = time.process_time()
+        vector = embedder.embed_queries([question])[0]
+        embedded = time.process_time()
+        prepare_chat(conn, settings, None, embedder, chat, "小安", parts, vector, time.time())
+        done = time.process_time()
+        if i >= 3:  # the first calls warm the caches
+            embed_ms.append((embedded - started) * 1000)
+            total_ms.append((done - started) * 1000)
+    conn.close()
+    return {"prepare_cpu_ms": stats(total_ms), "prepare_cpu_embed_ms": stats(embed_ms)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=10000)
+    parser.add_argument("--requests", type=int, default=60)
+    parser.add_argument("--think-s", type=float, default=1.0, help="pause between requests (a user typing)")
+    parser.add_argument("--db", type=Path, help="a database built before (kept; a copy is used)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="anima-chat-bench-", dir="/tmp"))
+    try:
+        base = args.db
+        if base is None or not base.exists():
+            base = base or work / "base.db"
+            print(f"building {args.memories} memories into {base} ...", file=sys.stderr)
+            bench_api.build_db(base, args.memories)
+        load_before = round(os.getloadavg()[0], 2)  # other work on the machine: read the timings with it
+        cpu_db = work / "cpu.db"
+        shutil.copyfile(base, cpu_db)
+        cpu = prepare_cpu(cpu_db, args.requests)
+        db = work / "anima.db"
+        shutil.copyfile(base, db)
+        result = {**cpu, **asyncio.run(run(db, work, args))}
+        print(json.dumps({"memories": args.memories, "requests": args.requests, "cores": os.cpu_count(),
+                          "load_avg_1m_before_after": [load_before, round(os.getloadavg()[0], 2)], **result},
+                         ensure_ascii=False, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
