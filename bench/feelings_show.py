@@ -28,10 +28,12 @@ CHARTS = {"A": "1990-08-15 08:30", "B": "1985-12-01 22:10"}
 # The eight resigned tails the issue counted in about half of all sentences.
 STOCK_TAILS = ("也还行", "平平常常的", "心里很平静", "说不上好也说不上坏", "就这么过去了", "没什么波澜", "不咸不淡的",
                "日子就是这样")
-# Words that make a sentence read as negatively felt (a low mood, a loss, worry, tiredness, a letdown).
-NEGATIVE_MARKERS = ("难过", "心疼", "担心", "委屈", "失落", "泄气", "空落落", "闷", "提不起", "情绪不太高", "沉沉",
-                    "心里一沉", "堵着", "鼻子就有点酸", "不踏实", "生气", "疲", "累得", "有点累", "懊恼", "心里更乱",
-                    "不太专心", "想找人说说话", "睡不着", "没心思", "失望", "有点沉")
+# Words that make a sentence read as negatively felt (a low mood, a loss, worry, tiredness, a letdown); each is
+# specific enough not to match weather or titles (天阴沉沉的, 《生死疲劳》 are not her feelings).
+NEGATIVE_MARKERS = ("难过", "心疼", "担心", "委屈", "失落", "泄气", "空落落", "心里有点闷", "提不起", "情绪不太高",
+                    "心里沉沉", "心里一沉", "堵着", "鼻子就有点酸", "不踏实", "生气", "疲惫", "都是疲的", "累得",
+                    "有点累", "懊恼", "心里更乱", "不太专心", "想找人说说话", "睡不着", "没心思", "失望", "心里有点沉",
+                    "看得心里有点沉", "酸酸的", "空了一块", "不太想说话", "揪着", "走神")
 DAY_TURNS_AT_H = 4
 
 
