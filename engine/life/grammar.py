@@ -207,6 +207,7 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "felt": lambda f: f.get("feeling") is not None,
     "user_cause": lambda f: bool(f.get("user_cause")),
     "tail": lambda f: bool(f.get("tail")),
+    "pos_say": lambda f: bool(f.get("pos_say")),   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
 }
 

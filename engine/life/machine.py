@@ -369,6 +369,9 @@ def _felt(ctx: LifeContext, state: LifeState, at: float, outcome: Outcome) -> di
     tab = feel.table()
     if top is None or not (top["i"] >= NAMED_AT or at - top["since"] <= NAMED_FOR_S):
         return {"band": band}
+    told = str(top["cause"]).startswith("你")
+    if not told and feel.sign_of(top["name"]) == "pos" and at - top["since"] > 1.0:
+        return {"band": band}   # the glow of a run is said about the run, not about the shower after it
     sign = "pos" if feel.sign_of(top["name"]) == "pos" else "neg"
     if band != "flat" and sign != band:
         return {"band": band}   # a faint glad feeling on a low day: the band's own words, not a contradiction

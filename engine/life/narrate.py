@@ -33,6 +33,7 @@ RESUME_AT_LEAST_MIN = 1
 # Issue 24: how often a sentence with no named feeling in a flat band may end on a stock tail ("日子就是这样");
 # a rare choice, not the default (they were half of all sentences).
 FLAT_TAIL_CHANCE = 0.1
+POS_PLAIN_CHANCE = 0.35   # likewise the plain glad words (心情挺好 …): not at the end of every sentence of a good day
 # How often a low moment says how she feels (else the sentence may go without), and how often a feeling whose cause
 # the user told her is said with that cause: she thinks of it through the day, not in every sentence.
 LOW_SAYS_FEELING = 0.6
@@ -285,6 +286,7 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
     facts = facts_of(scene, outdoor)
     facts["tail"] = rng.random() < FLAT_TAIL_CHANCE
+    facts["pos_say"] = rng.random() < POS_PLAIN_CHANCE
     # waking is when what she was told comes back first: that sentence always says it
     waking = scene.kind == "sleep"
     facts["dwell"] = rng.random() < DWELL_CHANCE or waking
