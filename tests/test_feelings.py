@@ -85,7 +85,7 @@ def test_the_pull_of_grief_lowers_valence_and_of_gladness_raises_it() -> None:
 
 
 def test_her_own_day_raises_feelings_seeded() -> None:
-    assert feel.activity_raises("s", "walk", "disappointed", 0.8, 0.0)[0][0] == [("let_down", 0.55)]
+    assert feel.activity_raises("s", "walk", "disappointed", 0.8, 0.0)[0][0] == [("let_down", 0.45)]
     assert feel.activity_raises("s", "exercise", "done", 0.8, 0.0)[0][0][0][0] == "lively"
     assert feel.activity_raises("s", "sleep", "done", 0.8, 0.0) == []
     # a client's revisions come on some workdays, not every one, and the same life draws the same ones

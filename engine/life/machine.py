@@ -65,7 +65,7 @@ LIE_AWAKE_MIN = (30, 70)   # how long she lies awake, minutes (a 5-minute grid)
 # Which band her words take (engine/life/narrate.py): a named feeling this strong decides it; else her valence
 # this far from her baseline does.
 FEELING_BAND_AT = 0.3
-VALENCE_BAND_DEV = 0.1
+VALENCE_BAND_DEV = 0.13
 # A feeling is named in her words while it is strong, or for a while after what raised it (the glow of a call is
 # said about the call and the hour after, not about every sentence of the evening).
 NAMED_AT = 0.45
