@@ -185,6 +185,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "dusk": lambda f: f["phase"] == "dusk",
     "evening": lambda f: f["phase"] == "evening",
     "late": lambda f: f["phase"] == "late",
+    # the day's low is quoted only when it is near it: before dawn, early, late at night (not at noon, issue 24)
+    "coolest": lambda f: f["phase"] in ("before_dawn", "early", "late"),
     "glow": lambda f: bool(f["glow"]),  # the interval met sunset with sky: 晚霞, 夕阳
     "dark": lambda f: bool(f["dark"]),  # it ended after dusk
     "light": lambda f: bool(f["light"]),  # it ended between sunrise and sunset
@@ -207,7 +209,9 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "felt": lambda f: f.get("feeling") is not None,
     "user_cause": lambda f: bool(f.get("user_cause")),
     "tail": lambda f: bool(f.get("tail")),
-    "pos_say": lambda f: bool(f.get("pos_say")),   # a glad moment says so in plain words only now and then
+    "pos_say": lambda f: bool(f.get("pos_say")),
+    "dined": lambda f: bool(f.get("dined")),
+    "cooked": lambda f: bool(f.get("cooked")),   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
 }
 

@@ -152,6 +152,8 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "going": scene.ended.hour < 12,
         "place": scene.place,
         "feeling": scene.feeling,
+        "dined": scene.dined,
+        "cooked": scene.cooked,
         "user_cause": scene.feeling_cause.startswith("你"),
     }
 
