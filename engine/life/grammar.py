@@ -211,7 +211,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "tail": lambda f: bool(f.get("tail")),
     "pos_say": lambda f: bool(f.get("pos_say")),
     "dined": lambda f: bool(f.get("dined")),
-    "cooked": lambda f: bool(f.get("cooked")),   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
+    "cooked": lambda f: bool(f.get("cooked")),
+    "before_supper": lambda f: bool(f.get("before_supper")),   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
 }
 

@@ -128,6 +128,33 @@ def _band(scene: Scene) -> str:
     return "flat"
 
 
+RAIN_STATES = ("小雨", "大雨")
+NO_RAIN_NOW = "雨停"
+RAIN_START_H = (5, 15)     # a rainy day's rain starts in this hour range (seeded per date) ...
+RAIN_HOURS = (4, 10)       # ... and lasts this many hours; outside it the sky is overcast (issue 24: no rain that
+                           # never stops from 07:00 to midnight)
+
+
+def rain_window(date: dt.date, weather: str) -> tuple[float, float] | None:
+    """The local hours (from, to) it rains on a rainy `date`, seeded by the date; None on a dry day."""
+    if weather not in RAIN_STATES:
+        return None
+    digest = hashlib.sha256(f"rain|{date.isoformat()}".encode()).digest()
+    start = RAIN_START_H[0] + digest[0] % (RAIN_START_H[1] - RAIN_START_H[0] + 1)
+    hours = RAIN_HOURS[0] + digest[1] % (RAIN_HOURS[1] - RAIN_HOURS[0] + 1)
+    return float(start), float(start + hours)
+
+
+def weather_at(world: Any, moment: dt.datetime) -> str:
+    """The weather of the scene's moment: the day's state, or "雨停" (no weather word fits) before and after a
+    rainy day's rain."""
+    window = rain_window(world.date, world.weather)
+    if window is None:
+        return str(world.weather)
+    hour = moment.hour + moment.minute / 60 + (24 if moment.date() > world.date else 0)
+    return str(world.weather) if window[0] <= hour < window[1] else NO_RAIN_NOW
+
+
 def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     """The facts the grammar's conditions read (engine/life/grammar.py CONDITIONS)."""
     world = scene.world
@@ -135,7 +162,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     glow = sky and scene.started <= world.sunset + GLOW_AFTER and scene.ended >= world.sunset - GLOW_BEFORE
     return {
         "outdoor": outdoor,
-        "weather": world.weather,
+        "weather": weather_at(world, scene.ended),
         "temp_low": world.temp_low_c,
         "temp_high": world.temp_high_c,
         "phase": _phase(scene),
@@ -154,6 +181,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "feeling": scene.feeling,
         "dined": scene.dined,
         "cooked": scene.cooked,
+        "before_supper": 4 <= scene.ended.hour < 16,
         "user_cause": scene.feeling_cause.startswith("你"),
     }
 
