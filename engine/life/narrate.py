@@ -267,25 +267,39 @@ def _sight_line(rng: random.Random, out_today: tuple[str, ...], known: Mapping[s
     return rng.choice(lines).text.replace("{sight}", name)
 
 
-def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: str | None) -> st.Told:
+@functools.lru_cache(maxsize=256)
+def own_order(seed: str, table: str, size: int) -> tuple[int, ...]:
+    """Her own order of a story table (books, shows, films, courses, projects, pieces), seeded by who she is, so two
+    companions read, watch and make different things (issue 24: a second chart had the same books in the same order)."""
+    order = list(range(size))
+    random.Random(int.from_bytes(hashlib.sha256(f"{seed}|order|{table}".encode()).digest()[:8], "big")).shuffle(order)
+    return tuple(order)
+
+
+def _ordered(seed: str, table: str, items: Any) -> list[Any]:
+    return [items[i] for i in own_order(seed, table, len(items))]
+
+
+def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: str | None,
+             seed: str = "") -> st.Told:
     """Move the story on for the scene's kind (a no-op Told for kinds with nothing in progress)."""
     tables = grammar().data["story"]
     kind = scene.kind
     if kind == "reading":
-        return st.advance_book(data, scene, rng, tables["book"])
+        return st.advance_book(data, scene, rng, _ordered(seed, "book", tables["book"]))
     if kind == "drama":
-        return st.advance_show(data, scene, tables["show"])
+        return st.advance_show(data, scene, _ordered(seed, "show", tables["show"]))
     if kind == "movie":
-        return st.advance_film(data, tables["films"])
+        return st.advance_film(data, _ordered(seed, "films", tables["films"]))
     if kind in ("music", "drawing", "bake"):
         track = tables["skill"][kind]
-        return st.advance_skill(data, kind, scene, track["items"], track["stages"])
+        return st.advance_skill(data, kind, scene, _ordered(seed, kind, track["items"]), track["stages"])
     if kind == "study":
-        return st.advance_course(data, scene, tables["course"])
+        return st.advance_course(data, scene, _ordered(seed, "course", tables["course"]))
     if kind == "journal":
         return st.advance_journal(data, scene, int(tables["notebook_pages"]))
     if kind == "work":
-        return st.advance_project(data, scene, tables["project"])
+        return st.advance_project(data, scene, _ordered(seed, "project", tables["project"]))
     if kind == "plants":
         return st.advance_plant(data, scene, tables["plant"])
     if kind in ("call_friend", "meet_friend", "family_visit", "festival") and scene.with_whom is not None:
@@ -311,7 +325,7 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     data = dict(story.data)  # story.py replaces what it changes and never mutates nested values in place
     slots = _base_slots(scene, rng)
     slots["verb"] = g.kinds[scene.kind].verb
-    told = _advance(data, scene, rng, slots.get("who"))
+    told = _advance(data, scene, rng, slots.get("who"), seed)
     slots.update(told.slots)
     outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
     facts = facts_of(scene, outdoor)
