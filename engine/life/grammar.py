@@ -212,7 +212,14 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "pos_say": lambda f: bool(f.get("pos_say")),
     "dined": lambda f: bool(f.get("dined")),
     "cooked": lambda f: bool(f.get("cooked")),
-    "before_supper": lambda f: bool(f.get("before_supper")),   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
+    "before_supper": lambda f: bool(f.get("before_supper")),
+    # the Spring Festival at her parents' (issue 24, acceptance 4): the train home and back, meals there, 除夕, 初一
+    "train": lambda f: f.get("place") in ("回老家的高铁上", "回城的高铁上"),
+    "train_home": lambda f: f.get("place") == "回老家的高铁上",
+    "train_back": lambda f: f.get("place") == "回城的高铁上",
+    "at_parents": lambda f: bool(f.get("at_parents")),
+    "chuxi": lambda f: f.get("festival") == "除夕",
+    "chunjie": lambda f: f.get("festival") == "春节",   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
 }
 

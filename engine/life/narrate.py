@@ -182,6 +182,10 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "dined": scene.dined,
         "cooked": scene.cooked,
         "before_supper": 4 <= scene.ended.hour < 16,
+        # at her parents' for the Spring Festival: a meal with them, or their home or relatives' (issue 24)
+        "at_parents": scene.place in ("老家", "亲戚家") or (
+            scene.with_whom is not None and scene.with_whom.relation in FAMILY_WORDS
+            and scene.kind in ("breakfast", "lunch", "dinner")),
         "user_cause": scene.feeling_cause.startswith("你"),
     }
 
