@@ -44,3 +44,20 @@ def test_meals_at_her_parents_are_theirs_not_her_own_cooking(chart) -> None:
     said = [t for ts, t in holiday(chart) if "2025-01-29" <= ts[:10] <= "2025-02-01"]
     assert not [t for t in said if "给自己做了" in t or "点了" in t or "楼下早餐店" in t]
     assert any("爸妈" in t or "妈妈" in t or "爸爸" in t for t in said)
+
+
+@cache
+def year_of(chart: str) -> list[tuple[str, str]]:
+    start = parse_start("2025-03-31T04:00", S.life.tz)
+    report = simulate(S, days=200, start=start, birth=(CHARTS[chart], "Asia/Shanghai", 2), name="小安", step_s=900.0)
+    return [(e["ts"], e["text"]) for e in report["life_events"]]
+
+
+@pytest.mark.parametrize("chart", sorted(CHARTS))
+def test_qingming_and_mid_autumn_are_lived_not_a_sentence_prefix(chart) -> None:
+    said = year_of(chart)
+    qingming = "".join(t for ts, t in said if ts[:10] == "2025-04-04")
+    zhongqiu = "".join(t for ts, t in said if ts[:10] == "2025-10-06" and ts[11:13] >= "12")
+    assert "扫" in qingming and "青团" in qingming
+    assert "中秋" in zhongqiu and "月饼" in zhongqiu and "月亮" in zhongqiu
+    assert "视频" in zhongqiu or "电话" in zhongqiu

@@ -219,7 +219,11 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "train_back": lambda f: f.get("place") == "回城的高铁上",
     "at_parents": lambda f: bool(f.get("at_parents")),
     "chuxi": lambda f: f.get("festival") == "除夕",
-    "chunjie": lambda f: f.get("festival") == "春节",   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
+    "chunjie": lambda f: f.get("festival") == "春节",
+    "zhongqiu": lambda f: f.get("festival") == "中秋节",
+    "qingming": lambda f: f.get("festival") == "清明节",
+    "home_call": lambda f: bool(f.get("home_call")),   # a festival call home (中秋, 清明), not a chat
+    "moon_sky": lambda f: f.get("weather") in ("晴", "多云"),   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
 }
 

@@ -155,6 +155,12 @@ def weather_at(world: Any, moment: dt.datetime) -> str:
     return str(world.weather) if window[0] <= hour < window[1] else NO_RAIN_NOW
 
 
+def home_call(scene: Scene) -> bool:
+    """A festival call home (中秋, 清明; engine/life/week.py festival_anchors): to her parents, about the day."""
+    return (scene.kind == "call_friend" and scene.with_whom is not None
+            and scene.with_whom.relation in FAMILY_WORDS and scene.world.festival in ("中秋节", "清明节"))
+
+
 def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     """The facts the grammar's conditions read (engine/life/grammar.py CONDITIONS)."""
     world = scene.world
@@ -182,6 +188,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "dined": scene.dined,
         "cooked": scene.cooked,
         "before_supper": 4 <= scene.ended.hour < 16,
+        "home_call": home_call(scene),
         # at her parents' for the Spring Festival: a meal with them, or their home or relatives' (issue 24)
         "at_parents": scene.place in ("老家", "亲戚家") or (
             scene.with_whom is not None and scene.with_whom.relation in FAMILY_WORDS
@@ -306,7 +313,8 @@ def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: s
         return st.advance_project(data, scene, _ordered(seed, "project", tables["project"]))
     if kind == "plants":
         return st.advance_plant(data, scene, tables["plant"])
-    if kind in ("call_friend", "meet_friend", "family_visit", "festival") and scene.with_whom is not None:
+    if kind in ("call_friend", "meet_friend", "family_visit", "festival") and scene.with_whom is not None \
+            and not home_call(scene):   # a festival call home is about the festival, not a friend's news
         who = scene.with_whom
         shown = type(who)(id=who.id, name=who_word or who.name, relation=who.relation)
         return st.advance_line(data, scene, shown, tables["storyline"])
