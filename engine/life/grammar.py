@@ -221,6 +221,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "chuxi": lambda f: f.get("festival") == "除夕",
     "chunjie": lambda f: f.get("festival") == "春节",
     "zhongqiu": lambda f: f.get("festival") == "中秋节",
+    "noted": lambda f: bool(f.get("noted")),   # her day has a note (a letdown, a named cause): the journal says it
+    "retry": lambda f: bool(f.get("retry")),   # yesterday this went wrong: today she tries again
     "qingming": lambda f: f.get("festival") == "清明节",
     "home_call": lambda f: bool(f.get("home_call")),   # a festival call home (中秋, 清明), not a chat
     "moon_sky": lambda f: f.get("weather") in ("晴", "多云"),   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then

@@ -47,7 +47,7 @@ SLOT_NAMES = frozenset({
     "sight_line", "fruit", "festival_food",
     "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
     "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
-    "next_plant", "look", "name", "news", "topic", "cause",
+    "next_plant", "look", "name", "news", "topic", "cause", "note",
 })
 FAMILY_WORDS = {"mother": "妈妈", "father": "爸爸"}  # a daughter says 妈妈, not her mother's name
 
@@ -86,7 +86,7 @@ class StoryState:
 
 # The shape of each key story.py writes; from_dict checks saved state against it.
 _STATE_SHAPES: dict[str, type] = {"book": dict, "show": dict, "film": int, "skills": dict, "course": dict,
-                                  "journal_page": int, "project": dict, "plant": dict, "lines": dict}
+                                  "journal_page": int, "project": dict, "plant": dict, "lines": dict, "note": dict}
 _SHAPE_NAMES = {dict: "object", int: "integer"}
 
 
@@ -263,7 +263,7 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
         slots["new_year"] = "过年"
     if scene.place:
         slots["place"] = scene.place
-    if scene.feeling_cause:
+    if scene.feeling_cause and scene.kind != "journal":   # the journal says it as her note of the day
         slots["cause"] = scene.feeling_cause
     who = scene.with_whom
     if who is not None:
@@ -341,6 +341,7 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     slots.update(told.slots)
     outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
     facts = facts_of(scene, outdoor)
+    _read_note(data, scene, facts, slots)
     facts["tail"] = rng.random() < FLAT_TAIL_CHANCE
     facts["pos_say"] = rng.random() < POS_PLAIN_CHANCE
     # waking is when what she was told comes back first: that sentence always says it
@@ -353,11 +354,45 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
     wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
     clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted)
+    _take_note(data, scene, moment, slots.get("verb", ""))
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
         return None, after
     glad = facts["band"] == "pos" and moment == "done" and rng.random() < 0.25
     return sentence(clauses, exclaim=glad), after
+
+
+def _her_day(scene: Scene) -> dt.date:
+    return (scene.ended - dt.timedelta(hours=4)).date()   # her day turns at 04:00
+
+
+def _read_note(data: dict[str, Any], scene: Scene, facts: dict[str, Any], slots: dict[str, str]) -> None:
+    """Her note of the day (issue 24 item 6): the journal says it; a letdown yesterday is tried again today."""
+    note = data.get("note")
+    facts["noted"] = facts["retry"] = False
+    if not isinstance(note, dict) or "day" not in note:
+        return
+    day = _her_day(scene)
+    if note["day"] == day.isoformat():
+        slots["note"] = str(note["text"])
+        facts["noted"] = True
+    elif (note["day"] == (day - dt.timedelta(days=1)).isoformat() and note.get("kind") == scene.kind
+          and note.get("letdown") and scene.outcome is not Outcome.DISAPPOINTED):
+        facts["retry"] = True
+
+
+def _take_note(data: dict[str, Any], scene: Scene, moment: str, verb: str) -> None:
+    """What of this scene is worth her journal: a letdown (kept over anything else that day), else a cause she
+    names (a client's revisions, what the user told her)."""
+    day = _her_day(scene).isoformat()
+    note = data.get("note")
+    today_letdown = isinstance(note, dict) and note.get("day") == day and note.get("letdown")
+    if moment == "disappointed" and verb:
+        data["note"] = {"day": day, "kind": scene.kind, "text": f"{verb}不太顺利", "letdown": True}
+    elif scene.feeling_cause and not today_letdown and scene.kind != "journal":
+        cause = scene.feeling_cause.removesuffix("的事")
+        if not (isinstance(note, dict) and note.get("day") == day and note.get("text") == cause):
+            data["note"] = {"day": day, "kind": scene.kind, "text": cause, "letdown": False}
 
 
 def _story_after(story: StoryState, data: dict[str, Any]) -> StoryState:
