@@ -3,8 +3,9 @@
 For 120 days from 2025-01-06 and two charts, runs `anima simulate`'s own function (real engine, no chat) and
 reports per chart: the share of sentences that end on one of the eight flat stock tails (target <= 8 %), the
 share of negatively worded sentences on her ten lowest-valence days and on her ten highest (target >= 15 % and
->= 3x), the SD of arousal and dominance over the run's trace (targets >= 0.05 and >= 0.04), and the CPU seconds
-of the run. With `--paired TREE` the same script measures TREE (a checkout of another version, e.g. /work/base)
+>= 3x), the SD of arousal and dominance over the run's trace (targets >= 0.05 and >= 0.04), the evenings with two
+dinners (engine/life/slips.py; target <= 1), and the CPU seconds of the run; across the two charts, the books and
+series both read or watched, as a share of the fewer (target <= 50 %). With `--paired TREE` the same script measures TREE (a checkout of another version, e.g. /work/base)
 in a child process, under the same conditions, and prints both.
 
 Usage: python bench/feelings_show.py [--days 120] [--start 2025-01-06T04:00] [--paired /work/base] [--tree DIR]
@@ -28,10 +29,12 @@ CHARTS = {"A": "1990-08-15 08:30", "B": "1985-12-01 22:10"}
 # The eight resigned tails the issue counted in about half of all sentences.
 STOCK_TAILS = ("也还行", "平平常常的", "心里很平静", "说不上好也说不上坏", "就这么过去了", "没什么波澜", "不咸不淡的",
                "日子就是这样")
-# Words that make a sentence read as negatively felt (a low mood, a loss, worry, tiredness, a letdown).
-NEGATIVE_MARKERS = ("难过", "心疼", "担心", "委屈", "失落", "泄气", "空落落", "闷", "提不起", "情绪不太高", "沉沉",
-                    "心里一沉", "堵着", "鼻子就有点酸", "不踏实", "生气", "疲", "累得", "有点累", "懊恼", "心里更乱",
-                    "不太专心", "想找人说说话", "睡不着", "没心思", "失望", "有点沉")
+# Words that make a sentence read as negatively felt (a low mood, a loss, worry, tiredness, a letdown); each is
+# specific enough not to match weather or titles (天阴沉沉的, 《生死疲劳》 are not her feelings).
+NEGATIVE_MARKERS = ("难过", "心疼", "担心", "委屈", "失落", "泄气", "空落落", "心里有点闷", "提不起", "情绪不太高",
+                    "心里沉沉", "心里一沉", "堵着", "鼻子就有点酸", "不踏实", "生气", "疲惫", "都是疲的", "累得",
+                    "有点累", "懊恼", "心里更乱", "不太专心", "想找人说说话", "睡不着", "没心思", "失望", "心里有点沉",
+                    "看得心里有点沉", "酸酸的", "空了一块", "不太想说话", "揪着", "走神")
 DAY_TURNS_AT_H = 4
 
 
@@ -49,6 +52,7 @@ def measure(tree: str, days: int, start_text: str) -> dict[str, Any]:
     settings = Settings()
     start = parse_start(start_text, settings.life.tz)
     out: dict[str, Any] = {"tree": tree, "days": days, "start": start_text, "charts": {}}
+    titles: dict[str, set[str]] = {}
     for chart, birth in CHARTS.items():
         with tempfile.TemporaryDirectory(prefix="anima-feel-") as tmp:
             kept = Path(tmp) / "run.db"
@@ -60,10 +64,45 @@ def measure(tree: str, days: int, start_text: str) -> dict[str, Any]:
             conn = connect(kept)
             try:
                 trace = store.trace(conn, start, start + days * 86400.0)
+                events = store.life_events(conn, told_only=False)
+                rows = store.activities(conn, -1e18, 1e18)
             finally:
                 conn.close()
         out["charts"][chart] = _figures(report, trace, cpu_s)
+        out["charts"][chart]["two_dinner_evenings"] = _two_dinners(events, rows, settings.life.tz)
+        titles[chart] = _titles(report)
+    a, b = (titles[c] for c in CHARTS)
+    out["books_shows"] = {c: len(t) for c, t in titles.items()}
+    out["books_shows_shared"] = len(a & b)
+    out["books_shows_overlap"] = round(len(a & b) / min(len(a), len(b)), 4) if a and b else None
     return out
+
+
+def _two_dinners(events: list[dict[str, Any]], rows: list[dict[str, Any]], tz: str) -> int | None:
+    """Evenings with two dinners (engine/life/slips.py when the tree has it; None for a tree without)."""
+    from zoneinfo import ZoneInfo
+
+    try:
+        from engine.life import slips
+    except ImportError:
+        slips = None
+    from engine.life.checks import lines_from_rows
+
+    lines = lines_from_rows(events, rows, ZoneInfo(tz))
+    if slips is None:
+        return None
+    return len({f.why.split(" after ")[0] for f in slips.check_dinners(lines)})
+
+
+def _titles(report: dict[str, Any]) -> set[str]:
+    """The books and series she read or watched in the run (titles of the narration's story tables)."""
+    import re
+
+    from engine.life.grammar import grammar
+
+    story = grammar().data["story"]
+    known = {str(x["title"]) for x in (*story["book"], *story["show"])}
+    return {t for e in report["life_events"] for t in re.findall(r"《([^》]+)》", e["text"]) if t in known}
 
 
 def _figures(report: dict[str, Any], trace: list[dict[str, Any]], cpu_s: float) -> dict[str, Any]:

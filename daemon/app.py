@@ -36,6 +36,7 @@ from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from engine.companion import create_companion
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
 from engine.errors import AnimaError, InputError, StorageFullError
+from engine.inner import JUMP_IS_GAP_S, resume_after_jump
 from engine.restore import interrupted_restore
 from engine.settings import Settings
 from engine.store import connect, driver_name, migrate, oplog, transaction
@@ -267,6 +268,10 @@ class Daemon:
                 await ctx.store.call(log_event, now, "clock_stepped", step_s=round(step, 3),
                                      elapsed_s=round(elapsed, 3))
                 dt = elapsed
+                if step >= JUMP_IS_GAP_S and ctx.companion is not None:
+                    # issue 24: a forward jump is a gap she did not live (one gap event, her day resumed from
+                    # now), not a month of invented activities in one beat
+                    await ctx.store.call(resume_after_jump, ctx.settings, ctx.services.get("persona"), step, now)
             else:
                 dt = max(0.0, now - ctx.last_beat_at)
             self._prev_wall, self._prev_mono = now, mono

@@ -39,7 +39,7 @@ from daemon.memory_component import VectorIndexer
 from engine import jobs
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
 from engine.errors import StorageFullError, StoreError
-from engine.inner import inner_snapshot, resume_after_gap, step_inner
+from engine.inner import JUMP_IS_GAP_S, inner_snapshot, resume_after_gap, resume_after_jump, step_inner
 from engine.jobs import registry, schedule
 from engine.persona import Persona, persona_of_companion
 from engine.settings import Settings
@@ -235,7 +235,13 @@ def _steps(conn: Any, settings: Settings, persona: Persona | None, has_companion
     # run every beat.
     if out.fresh:
         out.writes = attempt("oplog", oplog.writes_after, conn, beat.event_cursor) or []
-    if has_companion:
+    jumped = beat.clock_step is not None and beat.clock_step[0] >= JUMP_IS_GAP_S
+    if has_companion and jumped and beat.clock_step is not None:
+        # Issue 24: a wall clock stepped forward while she runs is time she did not live, as after downtime:
+        # one gap event, mood and energy stepped over it in closed form, her day picked up from now (a month
+        # jumped in one beat used to be lived as ~500 invented activities).
+        guarded("life", resume_after_jump, conn, settings, persona, beat.clock_step[0], beat.now)
+    elif has_companion:
         out.life = guarded("life", step_inner, conn, settings, persona, beat.now, out.switches)
     out.offers_due_at = beat.offers_due_at
     if out.fresh or (beat.offers_due_at is not None and beat.now >= beat.offers_due_at):

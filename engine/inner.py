@@ -25,13 +25,16 @@ from engine.persona import Persona
 from engine.settings import Settings
 from engine.store import life as store
 from engine.store import transaction
-from engine.store.core import read_switches
+from engine.store.core import log_event, read_switches
 
 __all__ = [
-    "appraise_turn", "energy_params", "inner_snapshot", "interrupt_for_chat", "mood_params", "resume_after_gap",
-    "step_inner",
+    "JUMP_IS_GAP_S", "appraise_turn", "energy_params", "inner_snapshot", "interrupt_for_chat", "mood_params",
+    "resume_after_gap", "resume_after_jump", "step_inner",
 ]
 MAX_TRANSITIONS_PER_STEP = 500     # a guard: a day has ~25 transitions; a runaway loop must not hang her
+# A forward wall-clock step at least this long while she runs is a gap in her life, not time to live through
+# (issue 24): longer than a few beats, shorter than anything she would do.
+JUMP_IS_GAP_S = 300.0
 
 # --- public API ----------------------------------------------------------------------------------
 
@@ -139,6 +142,14 @@ def resume_after_gap(conn: Any, settings: Settings, persona: Persona | None, las
                        last_trace_at=min(life.last_trace_at, now - settings.life.trace_interval_s))
         life = record.trace(conn, ctx, life, now, cur["kind"] if cur else None)
         record.save(conn, life, now)
+
+
+def resume_after_jump(conn: Any, settings: Settings, persona: Persona | None, step_s: float, now: float) -> None:
+    """The wall clock jumped forward by step_s while she ran: one `gap` event and resume_after_gap over it, as
+    after downtime (a month jumped in one beat used to be lived as ~500 invented activities)."""
+    with transaction(conn):
+        log_event(conn, now, "gap", since=now - step_s, until=now, seconds=round(step_s, 3), cause="clock_step")
+        resume_after_gap(conn, settings, persona, now - step_s, now)
 
 
 def interrupt_for_chat(conn: Any, turn_id: str | None, now: float, *, quiet_after_chat_s: float = 600.0,

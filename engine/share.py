@@ -102,8 +102,12 @@ def eligible(c: Candidate, now: float, policy: SharePolicy) -> bool:
 
 def decide(candidates: Sequence[Candidate], query: str | None, *, sociability: float, valence: float,
            arousal: float, now: float, last_offer_at: float | None, enabled: bool = True,
-           policy: SharePolicy = SharePolicy()) -> Decision:
-    """Zero or one life event to offer now, with the reason."""
+           policy: SharePolicy = SharePolicy(), user_low: bool = False) -> Decision:
+    """Zero or one life event to offer now, with the reason.
+
+    `user_low`: she is still moved by bad news the user told her (engine/feelings.py, issue 24); she holds her
+    trivial news back (`not_in_the_mood`) rather than offer a commute sentence to someone grieving.
+    """
     if not enabled:
         return Decision("sharing_off")
     if not any(c.ts <= now and now - c.ts <= policy.max_age_h * 3600.0 for c in candidates):
@@ -114,7 +118,7 @@ def decide(candidates: Sequence[Candidate], query: str | None, *, sociability: f
     if not pool:
         return Decision("nothing_fits")  # every recent event was offered recently or often enough
     will = willingness(sociability, valence, arousal)
-    if will < policy.min_willingness:
+    if will < policy.min_willingness or user_low:
         return Decision("not_in_the_mood", willingness=will)
     scored = []
     for c in pool:

@@ -85,7 +85,7 @@ def test_the_pull_of_grief_lowers_valence_and_of_gladness_raises_it() -> None:
 
 
 def test_her_own_day_raises_feelings_seeded() -> None:
-    assert feel.activity_raises("s", "walk", "disappointed", 0.8, 0.0)[0][0] == [("let_down", 0.55)]
+    assert feel.activity_raises("s", "walk", "disappointed", 0.8, 0.0)[0][0] == [("let_down", 0.45)]
     assert feel.activity_raises("s", "exercise", "done", 0.8, 0.0)[0][0][0][0] == "lively"
     assert feel.activity_raises("s", "sleep", "done", 0.8, 0.0) == []
     # a client's revisions come on some workdays, not every one, and the same life draws the same ones
@@ -190,3 +190,16 @@ def test_a_strong_sad_feeling_keeps_her_awake_and_names_its_cause() -> None:
     # and it pulls her mood layer down: the valence target is below the day's tone
     assert retarget(ctx, state, 3600.0, "work").mood.tone < state.day_tone - 0.1
     assert math.isfinite(retarget(ctx, state, 3600.0, None).mood.tone_a)
+
+
+def test_she_holds_trivial_sharing_back_while_the_user_is_low() -> None:
+    from engine.share import Candidate, decide
+    from engine.usecases.share import user_is_low
+
+    grief = feel.shown(_felt_after(GRIEF), 3600.0)
+    assert user_is_low(grief) and not user_is_low(feel.shown(_felt_after(GOOD), 0.0))
+    assert not user_is_low(feel.shown(_felt_after(GRIEF), 7 * DAY))   # days later she shares again
+    pool = [Candidate(life_event_id=1, text="坐地铁去工作室，路上四十分钟", ts=0.0, offers=0, last_offered_at=None)]
+    kwargs = {"sociability": 0.9, "valence": 0.5, "arousal": 0.3, "now": 60.0, "last_offer_at": None}
+    assert decide(pool, "你下午干嘛了", **kwargs).reason == "offered"
+    assert decide(pool, "你下午干嘛了", user_low=True, **kwargs).reason == "not_in_the_mood"

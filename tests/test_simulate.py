@@ -62,7 +62,11 @@ def test_energy_is_lowest_before_sleep_and_highest_in_the_morning() -> None:
     for day in json.loads(run(BIRTH_A))["daily"]:
         assert day["main_sleep_t0"] - day["energy_min_ts"] <= 2 * 3600, day
         hour = int(day["energy_max_at"][:2]) + int(day["energy_max_at"][3:]) / 60
-        assert 8.0 <= hour <= 12.5, day   # after sleep inertia, before the post-lunch dip (three-process model)
+        # after sleep inertia, before the post-lunch dip (three-process model); on a day she napped, the evening
+        # wake-maintenance zone after the nap may top the morning (the tree before issue 24 did so on 6 of 120
+        # chart-days, all nap days, peak 17:15-17:55), never later than 19:00
+        latest = 19.0 if day["minutes"].get("nap") else 12.5
+        assert 8.0 <= hour <= latest, day
 
 
 def test_two_runs_are_byte_identical() -> None:

@@ -124,7 +124,12 @@ def _anchor_choice(s: Situation, anchor: Anchor, rng: random.Random, specs: dict
     why = {"meal": "hungry", "work": "work", "commute": "routine", "care": "routine",
            "festival": "festival"}.get(spec.category, "routine")
     with_id = None
-    if s.plan.get("shape") == "family" and anchor.kind in ("festival", *MEALS):
+    done = s.plan.get("done", ())
+    at_home_town = "travel_back" not in done and (s.world.festival != "除夕" or "travel_home" in done)
+    if s.plan.get("shape") == "family" and anchor.kind in ("festival", *MEALS) and at_home_town:
+        # with her parents only while she is there: not before the train home, not after the train back (issue 24)
+        with_id = next((m.id for m in parents()), None)
+    if anchor.key == "call_home":   # a festival call home (中秋, 清明): to her mother
         with_id = next((m.id for m in parents()), None)
     place = anchor.place
     if anchor.kind in MEALS and place == "家" and "eat_out" in s.needs:

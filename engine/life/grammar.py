@@ -185,6 +185,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "dusk": lambda f: f["phase"] == "dusk",
     "evening": lambda f: f["phase"] == "evening",
     "late": lambda f: f["phase"] == "late",
+    # the day's low is quoted only when it is near it: before dawn, early, late at night (not at noon, issue 24)
+    "coolest": lambda f: f["phase"] in ("before_dawn", "early", "late"),
     "glow": lambda f: bool(f["glow"]),  # the interval met sunset with sky: 晚霞, 夕阳
     "dark": lambda f: bool(f["dark"]),  # it ended after dusk
     "light": lambda f: bool(f["light"]),  # it ended between sunrise and sunset
@@ -207,6 +209,23 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "felt": lambda f: f.get("feeling") is not None,
     "user_cause": lambda f: bool(f.get("user_cause")),
     "tail": lambda f: bool(f.get("tail")),
+    "pos_say": lambda f: bool(f.get("pos_say")),
+    "dined": lambda f: bool(f.get("dined")),
+    "cooked": lambda f: bool(f.get("cooked")),
+    "before_supper": lambda f: bool(f.get("before_supper")),
+    # the Spring Festival at her parents' (issue 24, acceptance 4): the train home and back, meals there, 除夕, 初一
+    "train": lambda f: f.get("place") in ("回老家的高铁上", "回城的高铁上"),
+    "train_home": lambda f: f.get("place") == "回老家的高铁上",
+    "train_back": lambda f: f.get("place") == "回城的高铁上",
+    "at_parents": lambda f: bool(f.get("at_parents")),
+    "chuxi": lambda f: f.get("festival") == "除夕",
+    "chunjie": lambda f: f.get("festival") == "春节",
+    "zhongqiu": lambda f: f.get("festival") == "中秋节",
+    "noted": lambda f: bool(f.get("noted")),   # her day has a note (a letdown, a named cause): the journal says it
+    "retry": lambda f: bool(f.get("retry")),   # yesterday this went wrong: today she tries again
+    "qingming": lambda f: f.get("festival") == "清明节",
+    "home_call": lambda f: bool(f.get("home_call")),   # a festival call home (中秋, 清明), not a chat
+    "moon_sky": lambda f: f.get("weather") in ("晴", "多云"),   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
 }
 

@@ -65,11 +65,25 @@ LIE_AWAKE_MIN = (30, 70)   # how long she lies awake, minutes (a 5-minute grid)
 # Which band her words take (engine/life/narrate.py): a named feeling this strong decides it; else her valence
 # this far from her baseline does.
 FEELING_BAND_AT = 0.3
-VALENCE_BAND_DEV = 0.1
+VALENCE_BAND_DEV = 0.13
 # A feeling is named in her words while it is strong, or for a while after what raised it (the glow of a call is
 # said about the call and the hour after, not about every sentence of the evening).
 NAMED_AT = 0.45
 NAMED_FOR_S = 90 * MINUTE
+# Her dinner anchors (the plan's keys): once one is done, her words give her no second dinner (issue 24).
+DINNER_KEYS = ("dinner", "nianyefan")
+
+
+COOKED_WITHIN_S = 3 * HOUR   # a dish cooked this long before dinner is that dinner
+
+
+def _cooked_before(state: LifeState, meal_at: float) -> bool:
+    cooked = state.plan.get("cooked_at") if state.plan is not None else None
+    return cooked is not None and 0 <= meal_at - float(cooked) <= COOKED_WITHIN_S
+
+
+def _dined(state: LifeState) -> bool:
+    return state.plan is not None and any(k in state.plan.get("done", ()) for k in DINNER_KEYS)
 
 
 def _world(ctx: LifeContext, state: LifeState, day: str) -> WorldDay:
@@ -326,6 +340,8 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
             effects.append(LifeEvent(text, at, "completed", cur["id"]))
     if spec.category == "social" or kind == "festival":
         state = state.evolve(last_social_at=at)
+    if kind == "cook" and outcome is Outcome.DONE and state.plan is not None and not _dined(state):
+        state = state.evolve(plan={**state.plan, "cooked_at": round(at, 3)})
     who = detail.get("with")
     member = cast_model.cast().get(who) if who else None
     # Seeing someone counts for everyone; a call counts only for those far away (a call is not a meeting).
@@ -351,7 +367,9 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
                   world=world_of(ended.date(), ctx.city, state.seed_key), outcome=outcome,
                   with_whom=Companion(member.id, member.name, member.relation) if member else None,
                   place=cur["detail"].get("place"), valence=mood_model.values(state.mood, ctx.mp)[0],
-                  remaining_s=remaining_s, **_felt(ctx, state, at, outcome))
+                  remaining_s=remaining_s, dined=cur["kind"] not in DINNER_KEYS and _dined(state),
+                  cooked=cur["kind"] == "dinner" and _cooked_before(state, float(cur["started_at"])),
+                  **_felt(ctx, state, at, outcome))
     text, story = narrate(scene, StoryState.adopt(state.story), state.seed_key)
     return text, story.data
 
@@ -369,6 +387,9 @@ def _felt(ctx: LifeContext, state: LifeState, at: float, outcome: Outcome) -> di
     tab = feel.table()
     if top is None or not (top["i"] >= NAMED_AT or at - top["since"] <= NAMED_FOR_S):
         return {"band": band}
+    told = str(top["cause"]).startswith("你")
+    if not told and feel.sign_of(top["name"]) == "pos" and at - top["since"] > 1.0:
+        return {"band": band}   # the glow of a run is said about the run, not about the shower after it
     sign = "pos" if feel.sign_of(top["name"]) == "pos" else "neg"
     if band != "flat" and sign != band:
         return {"band": band}   # a faint glad feeling on a low day: the band's own words, not a contradiction

@@ -33,6 +33,7 @@ RESUME_AT_LEAST_MIN = 1
 # Issue 24: how often a sentence with no named feeling in a flat band may end on a stock tail ("日子就是这样");
 # a rare choice, not the default (they were half of all sentences).
 FLAT_TAIL_CHANCE = 0.1
+POS_PLAIN_CHANCE = 0.35   # likewise the plain glad words (心情挺好 …): not at the end of every sentence of a good day
 # How often a low moment says how she feels (else the sentence may go without), and how often a feeling whose cause
 # the user told her is said with that cause: she thinks of it through the day, not in every sentence.
 LOW_SAYS_FEELING = 0.6
@@ -46,7 +47,7 @@ SLOT_NAMES = frozenset({
     "sight_line", "fruit", "festival_food",
     "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
     "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
-    "next_plant", "look", "name", "news", "topic", "cause",
+    "next_plant", "look", "name", "news", "topic", "cause", "note",
 })
 FAMILY_WORDS = {"mother": "妈妈", "father": "爸爸"}  # a daughter says 妈妈, not her mother's name
 
@@ -85,7 +86,7 @@ class StoryState:
 
 # The shape of each key story.py writes; from_dict checks saved state against it.
 _STATE_SHAPES: dict[str, type] = {"book": dict, "show": dict, "film": int, "skills": dict, "course": dict,
-                                  "journal_page": int, "project": dict, "plant": dict, "lines": dict}
+                                  "journal_page": int, "project": dict, "plant": dict, "lines": dict, "note": dict}
 _SHAPE_NAMES = {dict: "object", int: "integer"}
 
 
@@ -127,6 +128,39 @@ def _band(scene: Scene) -> str:
     return "flat"
 
 
+RAIN_STATES = ("小雨", "大雨")
+NO_RAIN_NOW = "雨停"
+RAIN_START_H = (5, 15)     # a rainy day's rain starts in this hour range (seeded per date) ...
+RAIN_HOURS = (4, 10)       # ... and lasts this many hours; outside it the sky is overcast (issue 24: no rain that
+                           # never stops from 07:00 to midnight)
+
+
+def rain_window(date: dt.date, weather: str) -> tuple[float, float] | None:
+    """The local hours (from, to) it rains on a rainy `date`, seeded by the date; None on a dry day."""
+    if weather not in RAIN_STATES:
+        return None
+    digest = hashlib.sha256(f"rain|{date.isoformat()}".encode()).digest()
+    start = RAIN_START_H[0] + digest[0] % (RAIN_START_H[1] - RAIN_START_H[0] + 1)
+    hours = RAIN_HOURS[0] + digest[1] % (RAIN_HOURS[1] - RAIN_HOURS[0] + 1)
+    return float(start), float(start + hours)
+
+
+def weather_at(world: Any, moment: dt.datetime) -> str:
+    """The weather of the scene's moment: the day's state, or "雨停" (no weather word fits) before and after a
+    rainy day's rain."""
+    window = rain_window(world.date, world.weather)
+    if window is None:
+        return str(world.weather)
+    hour = moment.hour + moment.minute / 60 + (24 if moment.date() > world.date else 0)
+    return str(world.weather) if window[0] <= hour < window[1] else NO_RAIN_NOW
+
+
+def home_call(scene: Scene) -> bool:
+    """A festival call home (中秋, 清明; engine/life/week.py festival_anchors): to her parents, about the day."""
+    return (scene.kind == "call_friend" and scene.with_whom is not None
+            and scene.with_whom.relation in FAMILY_WORDS and scene.world.festival in ("中秋节", "清明节"))
+
+
 def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     """The facts the grammar's conditions read (engine/life/grammar.py CONDITIONS)."""
     world = scene.world
@@ -134,7 +168,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     glow = sky and scene.started <= world.sunset + GLOW_AFTER and scene.ended >= world.sunset - GLOW_BEFORE
     return {
         "outdoor": outdoor,
-        "weather": world.weather,
+        "weather": weather_at(world, scene.ended),
         "temp_low": world.temp_low_c,
         "temp_high": world.temp_high_c,
         "phase": _phase(scene),
@@ -151,6 +185,14 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "going": scene.ended.hour < 12,
         "place": scene.place,
         "feeling": scene.feeling,
+        "dined": scene.dined,
+        "cooked": scene.cooked,
+        "before_supper": 4 <= scene.ended.hour < 16,
+        "home_call": home_call(scene),
+        # at her parents' for the Spring Festival: a meal with them, or their home or relatives' (issue 24)
+        "at_parents": scene.place in ("老家", "亲戚家") or (
+            scene.with_whom is not None and scene.with_whom.relation in FAMILY_WORDS
+            and scene.kind in ("breakfast", "lunch", "dinner")),
         "user_cause": scene.feeling_cause.startswith("你"),
     }
 
@@ -221,7 +263,7 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
         slots["new_year"] = "过年"
     if scene.place:
         slots["place"] = scene.place
-    if scene.feeling_cause:
+    if scene.feeling_cause and scene.kind != "journal":   # the journal says it as her note of the day
         slots["cause"] = scene.feeling_cause
     who = scene.with_whom
     if who is not None:
@@ -236,28 +278,43 @@ def _sight_line(rng: random.Random, out_today: tuple[str, ...], known: Mapping[s
     return rng.choice(lines).text.replace("{sight}", name)
 
 
-def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: str | None) -> st.Told:
+@functools.lru_cache(maxsize=256)
+def own_order(seed: str, table: str, size: int) -> tuple[int, ...]:
+    """Her own order of a story table (books, shows, films, courses, projects, pieces), seeded by who she is, so two
+    companions read, watch and make different things (issue 24: a second chart had the same books in the same order)."""
+    order = list(range(size))
+    random.Random(int.from_bytes(hashlib.sha256(f"{seed}|order|{table}".encode()).digest()[:8], "big")).shuffle(order)
+    return tuple(order)
+
+
+def _ordered(seed: str, table: str, items: Any) -> list[Any]:
+    return [items[i] for i in own_order(seed, table, len(items))]
+
+
+def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: str | None,
+             seed: str = "") -> st.Told:
     """Move the story on for the scene's kind (a no-op Told for kinds with nothing in progress)."""
     tables = grammar().data["story"]
     kind = scene.kind
     if kind == "reading":
-        return st.advance_book(data, scene, rng, tables["book"])
+        return st.advance_book(data, scene, rng, _ordered(seed, "book", tables["book"]))
     if kind == "drama":
-        return st.advance_show(data, scene, tables["show"])
+        return st.advance_show(data, scene, _ordered(seed, "show", tables["show"]))
     if kind == "movie":
-        return st.advance_film(data, tables["films"])
+        return st.advance_film(data, _ordered(seed, "films", tables["films"]))
     if kind in ("music", "drawing", "bake"):
         track = tables["skill"][kind]
-        return st.advance_skill(data, kind, scene, track["items"], track["stages"])
+        return st.advance_skill(data, kind, scene, _ordered(seed, kind, track["items"]), track["stages"])
     if kind == "study":
-        return st.advance_course(data, scene, tables["course"])
+        return st.advance_course(data, scene, _ordered(seed, "course", tables["course"]))
     if kind == "journal":
         return st.advance_journal(data, scene, int(tables["notebook_pages"]))
     if kind == "work":
-        return st.advance_project(data, scene, tables["project"])
+        return st.advance_project(data, scene, _ordered(seed, "project", tables["project"]))
     if kind == "plants":
         return st.advance_plant(data, scene, tables["plant"])
-    if kind in ("call_friend", "meet_friend", "family_visit", "festival") and scene.with_whom is not None:
+    if kind in ("call_friend", "meet_friend", "family_visit", "festival") and scene.with_whom is not None \
+            and not home_call(scene):   # a festival call home is about the festival, not a friend's news
         who = scene.with_whom
         shown = type(who)(id=who.id, name=who_word or who.name, relation=who.relation)
         return st.advance_line(data, scene, shown, tables["storyline"])
@@ -280,11 +337,13 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     data = dict(story.data)  # story.py replaces what it changes and never mutates nested values in place
     slots = _base_slots(scene, rng)
     slots["verb"] = g.kinds[scene.kind].verb
-    told = _advance(data, scene, rng, slots.get("who"))
+    told = _advance(data, scene, rng, slots.get("who"), seed)
     slots.update(told.slots)
     outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
     facts = facts_of(scene, outdoor)
+    _read_note(data, scene, facts, slots)
     facts["tail"] = rng.random() < FLAT_TAIL_CHANCE
+    facts["pos_say"] = rng.random() < POS_PLAIN_CHANCE
     # waking is when what she was told comes back first: that sentence always says it
     waking = scene.kind == "sleep"
     facts["dwell"] = rng.random() < DWELL_CHANCE or waking
@@ -295,11 +354,45 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
     # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
     wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
     clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted)
+    _take_note(data, scene, moment, slots.get("verb", ""))
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
         return None, after
     glad = facts["band"] == "pos" and moment == "done" and rng.random() < 0.25
     return sentence(clauses, exclaim=glad), after
+
+
+def _her_day(scene: Scene) -> dt.date:
+    return (scene.ended - dt.timedelta(hours=4)).date()   # her day turns at 04:00
+
+
+def _read_note(data: dict[str, Any], scene: Scene, facts: dict[str, Any], slots: dict[str, str]) -> None:
+    """Her note of the day (issue 24 item 6): the journal says it; a letdown yesterday is tried again today."""
+    note = data.get("note")
+    facts["noted"] = facts["retry"] = False
+    if not isinstance(note, dict) or "day" not in note:
+        return
+    day = _her_day(scene)
+    if note["day"] == day.isoformat():
+        slots["note"] = str(note["text"])
+        facts["noted"] = True
+    elif (note["day"] == (day - dt.timedelta(days=1)).isoformat() and note.get("kind") == scene.kind
+          and note.get("letdown") and scene.outcome is not Outcome.DISAPPOINTED):
+        facts["retry"] = True
+
+
+def _take_note(data: dict[str, Any], scene: Scene, moment: str, verb: str) -> None:
+    """What of this scene is worth her journal: a letdown (kept over anything else that day), else a cause she
+    names (a client's revisions, what the user told her)."""
+    day = _her_day(scene).isoformat()
+    note = data.get("note")
+    today_letdown = isinstance(note, dict) and note.get("day") == day and note.get("letdown")
+    if moment == "disappointed" and verb:
+        data["note"] = {"day": day, "kind": scene.kind, "text": f"{verb}不太顺利", "letdown": True}
+    elif scene.feeling_cause and not today_letdown and scene.kind != "journal":
+        cause = scene.feeling_cause.removesuffix("的事")
+        if not (isinstance(note, dict) and note.get("day") == day and note.get("text") == cause):
+            data["note"] = {"day": day, "kind": scene.kind, "text": cause, "letdown": False}
 
 
 def _story_after(story: StoryState, data: dict[str, Any]) -> StoryState:

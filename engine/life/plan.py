@@ -11,7 +11,7 @@ from typing import Any
 
 from engine import energy as energy_model
 from engine.life.localtime import HOUR, MINUTE, at_local, local_hour, rng_for
-from engine.life.week import Anchor, Role, family_anchors, shape_of, work_anchors
+from engine.life.week import Anchor, Role, family_anchors, festival_anchors, shape_of, work_anchors
 from engine.life.world import WorldDay
 from engine.persona import Persona
 
@@ -43,6 +43,8 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
         anchors += work_anchors(role, day, tz, seed_key)
     elif shape == "family":
         anchors += family_anchors(world, day, tz, seed_key)
+    if shape != "family":
+        anchors += festival_anchors(world, day, tz, seed_key)
     fixed = {a.kind for a in anchors}
     if woke_at is not None and local_hour(wake, tz) < 10.5:
         breakfast = wake + rng.uniform(10, 20 if shape == "work" else 40) * MINUTE

@@ -57,6 +57,8 @@ class Scene:
     band: str | None = None
     feeling: str | None = None
     feeling_cause: str = ""
+    dined: bool = False  # her dinner is already eaten today (no second dinner in her words, issue 24)
+    cooked: bool = False  # she cooked a dish shortly before this meal: the meal is that dish
 
     @property
     def minutes(self) -> int:

@@ -108,5 +108,21 @@ def family_anchors(world: WorldDay, day: str, tz: str, seed_key: str) -> list[An
     return out
 
 
+def festival_anchors(world: WorldDay, day: str, tz: str, seed_key: str) -> list[Anchor]:
+    """Festivals lived where she is (issue 24 item 4): on 中秋 a video call home in the evening and the moon after
+    it; on 清明 a call home in the morning (her parents have been to the graves; she remembers from afar)."""
+    rng = rng_for(seed_key, day, "festival")
+    out: list[Anchor] = []
+    if world.festival == "中秋节":
+        call = at_local(day, 20.0 + rng.uniform(0, 0.5), tz)
+        out.append(Anchor("call_home", "call_friend", call, call + rng.randint(25, 45) * MINUTE, "家"))
+        moon = call + 60 * MINUTE
+        out.append(Anchor("moon", "walk", moon, moon + rng.randint(25, 40) * MINUTE, "楼下"))
+    elif world.festival == "清明节":
+        call = at_local(day, 10.0 + rng.uniform(0, 1.0), tz)
+        out.append(Anchor("call_home", "call_friend", call, call + rng.randint(20, 35) * MINUTE, "家"))
+    return out
+
+
 def _last_day_home(world: WorldDay) -> bool:
     return not in_spring_festival(world.date + dt.timedelta(days=1))

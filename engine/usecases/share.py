@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine import feelings as feel
 from engine import inner
 from engine.errors import ConflictError, NotFoundError
 from engine.memory.ingest import index_life_event
@@ -52,6 +53,17 @@ class Receipt:
     created: bool  # False: the same turn sent this receipt before (nothing was written now)
 
 
+# A feeling about the user's bad news at least this strong holds her small news back (issue 24).
+USER_LOW_AT = 0.3
+LOW_WORDS = frozenset(k.name_zh for k in feel.table().kinds.values() if k.sign == "neg")
+
+
+def user_is_low(shown: Any) -> bool:
+    """Whether she feels for the user's bad news now: a sad/anxious feeling whose cause the user told her."""
+    return any(f["cause"].startswith("你") and f["intensity"] >= USER_LOW_AT and f["name_zh"] in LOW_WORDS
+               for f in shown)
+
+
 def offer(conn: Any, settings: Settings, persona: Persona | None, turn_id: str, query: str | None,
           now: float, mood: dict[str, Any] | None = None) -> Offer:
     """Decide and record an offer in one transaction; a turn asking again gets its open offer back.
@@ -71,7 +83,8 @@ def offer(conn: Any, settings: Settings, persona: Persona | None, turn_id: str, 
             mood = inner.inner_snapshot(conn, settings, persona, now)["mood"] if pool else {"v": 0.0, "a": 0.0}
         decision = decide(pool, query, sociability=float(getattr(persona, "sociability", 0.5)),
                           valence=float(mood["v"]), arousal=float(mood["a"]), now=now,
-                          last_offer_at=offers.last_offer_at(conn), policy=policy)
+                          last_offer_at=offers.last_offer_at(conn), policy=policy,
+                          user_low=user_is_low(mood.get("feelings", ())))
         if decision.life_event_id is None:
             return Offer(decision.reason)
         chosen = next(c for c in pool if c.life_event_id == decision.life_event_id)
