@@ -86,6 +86,7 @@ class Shared:
     services: dict[str, Any] = field(default_factory=dict)  # e.g. the one interactive gate
     api: Any = None  # daemon.host.ApiBeat once the API listens: its step joins each beat's batch
     db_pool: DbPool = field(default_factory=DbPool)  # the threads every companion's connection calls run on
+    socket: str = ""  # the host's API socket, recorded in each companion's start event (status and doctor read it)
 
 
 @dataclass(frozen=True)
@@ -355,7 +356,8 @@ class CompanionRuntime:
 
     async def _open_locked(self) -> None:
         now, mono = self.clock.now(), self.clock.monotonic()
-        recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log)
+        served_by = {"mode": "directory", "handle": self.handle, "socket": self.shared.socket}
+        recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log, served_by)
         self.schema = int(recovered["schema"])
         store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB, lookaside=False, pool=self.shared.db_pool).open()
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
