@@ -81,3 +81,20 @@ def test_an_interrupted_reembed_resumes_from_its_checkpoint_with_the_same_vector
     assert set(got) == set(expected)
     for key, blob in expected.items():
         np.testing.assert_allclose(np.frombuffer(got[key], np.float32), np.frombuffer(blob, np.float32), atol=1e-5)
+
+
+def test_forgetting_a_turn_removes_an_interrupted_reembeds_checkpoint(tmp_path: Path) -> None:
+    """Its vectors may be of the forgotten text: losing the progress is the price of forgetting it for good."""
+    from daemon.cli import main as cli_main
+
+    db = tmp_path / "anima.db"
+    conn = fresh_db(db)
+    history(conn)
+    ticks = iter(range(0, 10_000, 60))
+    with pytest.raises(KeyboardInterrupt):
+        reembed(conn, Counting(embedder(), fail_after=1), NOW, batch=4, checkpoint=checkpoint_path(db),
+                clock=lambda: float(next(ticks)))
+    conn.close()
+    assert checkpoint_path(db).exists()
+    assert cli_main(["--db", str(db), "forget", "--turn", "t1"]) == 0
+    assert not checkpoint_path(db).exists()

@@ -22,6 +22,7 @@ from typing import Any
 from daemon.cli.env import CliEnv
 from engine.errors import AnimaError, InputError, LockedError, NotFoundError, StoreError
 from engine.memory import forget as forgetting
+from engine.memory.reembed import checkpoint_path
 from engine.store.lock import DaemonLock, is_locked
 from engine.times import parse_instant
 from engine.usecases.forget import forget_turns
@@ -60,6 +61,8 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         print(f"forgot {report['turns']} turn(s): {counts}")
         if not report["wal_truncated"]:
             print("  the WAL could not be truncated now (a reader held it): run the same anima forget again to finish")
+    if report["turns"]:  # an interrupted reembed's vectors may include the forgotten texts': it only loses progress
+        checkpoint_path(env.db_path).unlink(missing_ok=True)
     kept = sorted(env.db_path.parent.glob(f"{env.db_path.name}.bak-*"))
     if kept and (report["turns"] or report["already_forgotten"]):
         # Copies this command does not touch: the files `anima restore` set aside, and earlier exports.
