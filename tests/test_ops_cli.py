@@ -26,6 +26,7 @@ from engine.store import connect, oplog
 from engine.store import life as life_store
 from engine.store.core import events, set_control, stored_controls
 from tests.api_support import T0, make_database, running_daemon
+from tests.conftest import run_anima
 
 
 @pytest.fixture
@@ -227,3 +228,10 @@ async def test_writes_made_while_the_daemon_was_down_are_logged_once_at_its_next
         assert added == ([{"event_id": recorded[0]["id"], "actor": "cli", "life_event_id": event_id, "told": False}]
                          if run == 0 else [])
         assert "secret" not in log.text()
+
+
+def test_version_names_the_installed_release() -> None:
+    from importlib.metadata import version
+
+    done = run_anima("--version")
+    assert done.code == 0 and done.out.strip() == f"anima {version('anima')}"

@@ -47,14 +47,14 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if not env.db_path.exists():
         raise StoreError(f"database {env.db_path} does not exist; nothing to forget")
     if chosen.is_bulk:
-        _confirm(chosen, args.yes)
+        _confirm(chosen, args.yes, env.settings.life.tz)
     report = _via_daemon(env, chosen) if is_locked(env.db_path) else _direct_or_daemon(env, chosen)
     if args.json:
         env.print_json(report)
     elif report["already_forgotten"]:
         print(f"turn {chosen.turn_id} was already forgotten; nothing changed")
     elif not report["turns"]:
-        print(f"no turn in {chosen.describe()}; nothing changed")
+        print(f"no turn in {chosen.describe(env.settings.life.tz)}; nothing changed")
     else:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.items()
                            if isinstance(v, int) and not isinstance(v, bool) and k != "turns" and v)
@@ -80,12 +80,12 @@ def _selection(args: argparse.Namespace, env: CliEnv) -> forgetting.Selection:
     return forgetting.selection(turn_id=args.turn, since=since, until=until, everything=args.all)
 
 
-def _confirm(chosen: forgetting.Selection, yes: bool) -> None:
+def _confirm(chosen: forgetting.Selection, yes: bool, tz: str) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        raise InputError(f"forgetting {chosen.describe()} cannot be undone; pass --yes to confirm")
-    answer = input(f"forget {chosen.describe()} everywhere, for good? [y/N] ")
+        raise InputError(f"forgetting {chosen.describe(tz)} cannot be undone; pass --yes to confirm")
+    answer = input(f"forget {chosen.describe(tz)} everywhere, for good? [y/N] ")
     if answer.strip().lower() not in ("y", "yes"):
         raise InputError("not confirmed; nothing was forgotten")
 
