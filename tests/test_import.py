@@ -87,3 +87,18 @@ def test_an_openai_style_history_is_read_as_hers(conn, tmp_path):
     assert summary["messages"] == 2 and summary["new_memories"] == 2
     roles = [r[0] for r in conn.execute("SELECT role FROM chat_message WHERE turn_id = 'o1' ORDER BY role")]
     assert roles == ["companion", "user"]
+
+
+def test_a_file_ingested_again_embeds_nothing_and_writes_nothing(conn, tmp_path):
+    """Issue 25: re-ingesting an imported file re-embedded every message (51.8 s to write nothing)."""
+    path = write(tmp_path / "h.jsonl", GOOD)
+    import_history(conn, embedder(), path, NOW)
+
+    class Refusing:
+        name, dim = embedder().name, embedder().dim
+
+        def embed_passages(self, texts):
+            raise AssertionError(f"embedded {len(texts)} known texts again")
+
+    again = import_history(conn, Refusing(), path, NOW)
+    assert again["new_memories"] == 0 and again["skipped_existing"] == again["messages"] > 0

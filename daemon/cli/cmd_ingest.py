@@ -38,9 +38,10 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if args.json:
         env.print_json(summary)
     else:
+        rate = f" ({summary['messages_per_s']} messages/s)" if summary["messages_per_s"] is not None else ""
         print(f"imported {summary['turns']} turns, {summary['messages']} messages "
               f"({summary['new_memories']} new, {summary['skipped_existing']} already there) "
-              f"in {summary['seconds']} s ({summary['messages_per_s']} messages/s)")
+              f"in {summary['seconds']} s{rate}")
         if summary["vectors_pending"]:
             print(f"{summary['vectors_pending']} memories wait for vectors: the daemon indexes them when it runs, "
                   "or run: anima reembed --pending")
