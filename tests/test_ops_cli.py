@@ -235,3 +235,23 @@ def test_version_names_the_installed_release() -> None:
 
     done = run_anima("--version")
     assert done.code == 0 and done.out.strip() == f"anima {version('anima')}"
+
+
+def test_human_status_prints_words_not_python_values() -> None:
+    """Issue 25: None and False reached human output (an unplanned next activity, a doctor verdict)."""
+    from daemon.cli.cmd_status import render
+
+    report = {
+        "companion": {"name": "小安", "birth": "1998-04-12 09:30", "tz": "Asia/Shanghai",
+                      "pillars": {"year": "戊寅", "month": "丙辰", "day": "己丑", "time": "己巳"}, "day_master": None},
+        "daemon": {"alive": True, "locked": True, "pid": 7, "uptime_s": None, "seconds_since_beat": 1.0,
+                   "beat_s": 15.0, "loop_lag_ms": None, "served_by": "file"},
+        "inner": {"mood": {"label": "calm", "v": 0.0, "a": 0.0, "d": 0.0}, "energy": 0.5,
+                  "activity": {"label": "读书", "since": "s", "until": "u", "why": None, "next": None}},
+        "jobs": {}, "schema": {"db": 15, "code": 15}, "sqlite_driver": "sqlite3",
+        "controls": {"sharing": False, "life": True},
+    }
+    text = render(report)
+    assert not any(word in text.split() or f"{word})" in text or f"{word};" in text
+                   for word in ("None", "False", "True")), text
+    assert "sharing=off" in text and "not planned yet" in text

@@ -101,9 +101,12 @@ def check_socket(env: CliEnv, running: bool, served: ServedBy = UNKNOWN) -> Chec
         status = "fail" if running else "warn"
         return _check("socket", status, f"{path} (mode {mode:04o}) does not answer GET /v1/health"
                       + ("" if running else " (stale socket of a stopped daemon)"))
-    alive = answer.get("alive")
+    alive = answer.get("alive") is True
+    age = answer.get("last_beat_age_s")
+    beat = "no beat yet" if age is None else f"last beat {age} s ago"
+    # Words, not Python values (issue 25: "alive=True" in human output).
     return _check("socket", "ok" if alive else "fail",
-                  f"{path} mode {mode:04o} answers: alive={alive}, last beat {answer.get('last_beat_age_s')} s ago")
+                  f"{path} mode {mode:04o} answers: {'alive' if alive else 'not alive'}, {beat}")
 
 
 def _health(path: Path, target: str = "/v1/health", timeout: float = 3.0) -> dict[str, Any] | None:

@@ -103,13 +103,13 @@ def render(report: dict[str, Any]) -> str:
         pillars = companion["pillars"] or {}
         four = " ".join(pillars.get(k, "?") for k in ("year", "month", "day", "time"))
         lines.append(f"{companion['name']}  born {companion['birth']} {companion['tz']}  {four}  "
-                     f"day master {companion['day_master']}")
+                     f"day master {companion['day_master'] or '?'}")
     else:
         lines.append("no companion yet (anima init, or anima run creates a demo companion)")
     daemon = report["daemon"]
     if daemon["alive"]:
         host = " (served by a directory host)" if daemon.get("served_by") == "directory" else ""
-        lines.append(f"daemon: alive{host}, pid {daemon['pid']}, up {daemon['uptime_s']} s, "
+        lines.append(f"daemon: alive{host}, pid {daemon['pid']}, up {daemon['uptime_s'] or 0} s, "
                      f"last beat {daemon['seconds_since_beat']} s ago (every {daemon['beat_s']:g} s), "
                      f"lag {daemon['loop_lag_ms'] or 0:.0f} ms")
     else:
@@ -122,7 +122,7 @@ def render(report: dict[str, Any]) -> str:
         act = inner.get("activity")
         if act:
             lines.append(f"doing: {act['label']} since {act['since']} until {act['until']} "
-                         f"(why: {act['why']}; next: {act['next']})")
+                         f"(why: {act['why'] or '-'}; next: {act['next'] or 'not planned yet'})")
     jobs = report.get("jobs") or {}
     lines.append("jobs: " + (", ".join(f"{k} {v}" for k, v in sorted(jobs.items())) or "none"))
     lines.append(f"schema {report['schema']['db']} (code {report['schema']['code']}), {report['sqlite_driver']}")
