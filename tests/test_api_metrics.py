@@ -101,3 +101,24 @@ async def test_metrics_over_tcp_need_the_listener_token(tmp_path: Path, monkeypa
         assert status == expected
     finally:
         await api.stop()
+
+
+async def test_replication_lag_is_reported_for_each_file_the_litestream_config_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replica that holds nothing yet has no lag to give: NaN, so a graph shows a gap and an alert can fire."""
+    import math
+
+    from daemon.replication import litestream_config, parse_replica_url
+
+    api = await ApiHarness(tmp_path).start()
+    try:
+        replica = tmp_path / "replica"
+        replica.mkdir()
+        config = tmp_path / "litestream.yml"
+        config.write_text(litestream_config([api.db_path], parse_replica_url(f"file://{replica}")), encoding="utf-8")
+        monkeypatch.setenv("ANIMA_LITESTREAM_CONFIG", str(config))
+        assert api.session is not None
+        found = samples((await scrape(api.session))[2])
+        assert math.isnan(value(found, "anima_replication_lag_seconds", companion="anima"))
+    finally:
+        await api.stop()
