@@ -57,15 +57,19 @@ DRAIN_TIMEOUT_S = 8.0
 STOP_STEP_TIMEOUT_S = 3.0
 
 
-def prepare_database(db_path: Path, settings: Settings, now: float, log: Any) -> dict[str, Any]:
+def prepare_database(db_path: Path, settings: Settings, now: float, log: Any,
+                     served_by: dict[str, Any] | None = None) -> dict[str, Any]:
     """Check the file, migrate, create the demo companion if none, and record the gap since the last beat.
 
     Returns what recovery learnt: the previous last beat (her time) and the companion row. A file
     that is not a healthy anima database is refused here (DamagedStoreError, one line), before
     she writes anything into it; a full disk is StorageFullError, not a traceback.
+
+    `served_by` goes into her `start` event with her beat: how `anima status` and `anima doctor` (which
+    read only her file) know a directory host serves her, on which socket, at which beat (issue 25).
     """
     try:
-        return _prepare(db_path, settings, now, log)
+        return _prepare(db_path, settings, now, log, served_by or {"mode": "file"})
     except Exception as exc:
         fault = store_fault(exc, db_path)
         if fault is None or fault is exc:
@@ -73,7 +77,7 @@ def prepare_database(db_path: Path, settings: Settings, now: float, log: Any) ->
         raise fault from exc
 
 
-def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[str, Any]:
+def _prepare(db_path: Path, settings: Settings, now: float, log: Any, served_by: dict[str, Any]) -> dict[str, Any]:
     leftover = interrupted_restore(db_path)
     if leftover is not None:
         raise InputError(f"database {db_path} does not exist, but an interrupted anima restore left {leftover}: "
@@ -120,7 +124,8 @@ def _prepare(db_path: Path, settings: Settings, now: float, log: Any) -> dict[st
                 log_event(conn, now, "gap", since=last_beat, until=now, seconds=round(gap_s, 3),
                           clean_stop=clean_stop, backwards_s=round(backwards_s, 3))
             daemon_started(conn, os.getpid(), now, time.time())
-            log_event(conn, now, "start", pid=os.getpid(), schema=db_schema_version(conn), driver=driver_name())
+            log_event(conn, now, "start", pid=os.getpid(), schema=db_schema_version(conn), driver=driver_name(),
+                      beat_s=settings.heartbeat.interval_s, **served_by)
         if last_beat is not None:  # logged once it is on file
             if backwards_s > 0:
                 log.warning("clock.backwards", seconds=round(backwards_s, 3), at="start")

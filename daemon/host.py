@@ -168,7 +168,7 @@ class Host:
         apply_cache_budget(self.settings)
         gate = InteractiveGate()
         self.shared = Shared(embedder=embedder, index_queue=IndexQueue(gate), worker=SharedWorker(),
-                             services={"interactive_gate": gate})
+                             services={"interactive_gate": gate}, socket=str(host_socket(self).absolute()))
         self.shared.index_queue.start()
         self.lane = BeatLane(asyncio.get_running_loop())
         self.lane.start()
@@ -543,12 +543,18 @@ async def start_api(host: Host) -> Any:
 
     Socket: [api] socket_path, else $RUNTIME_DIRECTORY / $STATE_DIRECTORY anima.sock, else DIR/anima.sock.
     """
-    from daemon.api.listen import socket_path
     from daemon.api.server import ApiServer
 
-    server = ApiServer(host, host.settings, host.log, socket_path(host.settings.api, host.folder / "anima", os.environ))
+    server = ApiServer(host, host.settings, host.log, host_socket(host))
     await server.start()
     return server
+
+
+def host_socket(host: Host) -> Path:
+    """The host's API socket (see start_api)."""
+    from daemon.api.listen import socket_path
+
+    return socket_path(host.settings.api, host.folder / "anima", os.environ)
 
 
 class ApiBeat:

@@ -5,14 +5,14 @@ own 0..1 scale (it is not a mood and shares no axis with one), and one row per a
 so a fortnight reads as a rhythm instead of hundreds of unlabelled bands. Chats and told life
 events are marked on the mood panel; untold life never reaches this function (callers pass told
 events only) and no text is drawn, only times. Labels are Chinese when a CJK font exists; without
-one the plot falls back to English labels with a warning instead of drawing empty boxes.
+one the plot falls back to English labels (the CLI says so in one line) instead of drawing empty boxes.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import warnings
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
@@ -190,6 +190,16 @@ def _draw_daily(ax_m: Any, ax_e: Any, ax_a: Any, points: Sequence[dict[str, Any]
                 loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
 
 
+NO_CJK_NOTE = ("anima: note: no CJK font found (install fonts-noto-cjk or fonts-wqy-microhei): the plot uses "
+               "English labels")
+
+
+def note_missing_font(shown: dict[str, Any], stream: Any = None) -> None:
+    """One line on stderr when the plot had no CJK font (issue 25: a Python warning printed its source line)."""
+    if shown.get("font") is None:
+        print(NO_CJK_NOTE, file=stream or sys.stderr)
+
+
 def draw_life(path: str, points: Sequence[dict[str, Any]], acts: Sequence[dict[str, Any]],
               told: Sequence[dict[str, Any]], tz: str, *, name: str = "", simulated: bool = False) -> dict[str, Any]:
     """Write the PNG and return what it shows (font, categories, marks) so callers and tests can say so.
@@ -211,9 +221,6 @@ def draw_life(path: str, points: Sequence[dict[str, Any]], acts: Sequence[dict[s
         matplotlib.rcParams["font.sans-serif"] = [font, *matplotlib.rcParams["font.sans-serif"]]
         matplotlib.rcParams["font.family"] = "sans-serif"
         matplotlib.rcParams["axes.unicode_minus"] = False   # CJK fonts often lack U+2212
-    else:
-        warnings.warn("no CJK font found (install fonts-noto-cjk or fonts-wqy-microhei): the plot uses English "
-                      "labels", RuntimeWarning, stacklevel=2)
 
     def when(t: float) -> Any:  # matplotlib takes datetimes on a date axis; its stubs say float
         return datetime.fromtimestamp(t, UTC).astimezone(zone)

@@ -45,7 +45,7 @@ from engine.persona import Persona, persona_of_companion
 from engine.settings import Settings
 from engine.store import memory as memory_store
 from engine.store import oplog, transaction
-from engine.store.connect import BUSY_TIMEOUT_MS, store_fault
+from engine.store.connect import BUSY_TIMEOUT_MS, connect, store_fault
 from engine.store.core import (
     daemon_beat,
     daemon_stopped,
@@ -86,6 +86,7 @@ class Shared:
     services: dict[str, Any] = field(default_factory=dict)  # e.g. the one interactive gate
     api: Any = None  # daemon.host.ApiBeat once the API listens: its step joins each beat's batch
     db_pool: DbPool = field(default_factory=DbPool)  # the threads every companion's connection calls run on
+    socket: str = ""  # the host's API socket, recorded in each companion's start event (status and doctor read it)
 
 
 @dataclass(frozen=True)
@@ -306,6 +307,28 @@ def _record_stop(conn: Any, now: float, wall: float) -> None:
         log_event(conn, now, "stop", pid=os.getpid())
 
 
+def _check_handle(db_path: Path, handle: str, companion: dict[str, Any] | None) -> None:
+    """StoreError when her file holds another companion than its name says."""
+    if companion is not None and companion.get("handle") not in (None, handle):
+        raise StoreError(f"{db_path.name} holds companion {companion['handle']!r}, not {handle!r}: "
+                         f"rename the file to {companion['handle']}.db or restore the right one")
+
+
+def _check_handle_read_only(db_path: Path, handle: str) -> None:
+    """_check_handle on a read-only connection; a file it cannot read is left to prepare_database's checks."""
+    if not db_path.exists():
+        return
+    reader = connect(db_path, readonly=True)
+    try:
+        try:
+            companion = get_companion(reader)
+        except Exception:  # damaged, not anima's, no companion table yet: prepare_database says which
+            return
+    finally:
+        reader.close()
+    _check_handle(db_path, handle, companion)
+
+
 def _claim_handle(conn: Any, handle: str) -> dict[str, Any] | None:
     """Record `handle` on a file that has none yet (a single-file companion moved into the directory)."""
     companion = get_companion(conn)
@@ -361,7 +384,11 @@ class CompanionRuntime:
 
     async def _open_locked(self) -> None:
         now, mono = self.clock.now(), self.clock.monotonic()
-        recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log)
+        # A file she cannot be served from is refused before anything is written into it (issue 25: a copy
+        # under another handle got a start and a gap event at every scan though it was "left as found").
+        await asyncio.to_thread(_check_handle_read_only, self.db_path, self.handle)
+        served_by = {"mode": "directory", "handle": self.handle, "socket": self.shared.socket}
+        recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log, served_by)
         self.schema = int(recovered["schema"])
         store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB, lookaside=False, pool=self.shared.db_pool).open()
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
@@ -369,9 +396,7 @@ class CompanionRuntime:
         self.ctx = ctx
         await store.call(_tune_connection)
         companion = await store.call(_claim_handle, self.handle)
-        if companion is not None and companion.get("handle") not in (None, self.handle):
-            raise StoreError(f"{self.db_path.name} holds companion {companion['handle']!r}, not {self.handle!r}: "
-                             f"rename the file to {companion['handle']}.db or restore the right one")
+        _check_handle(self.db_path, self.handle, companion)
         ctx.companion = companion
         ctx.last_beat_mono = mono
         ctx.services.update(self.shared.services)

@@ -254,6 +254,11 @@ async def test_control_get_put_and_refusals_write_nothing(api: ApiHarness) -> No
     assert (await api.call("PUT", "/v1/control/sharing", {"value": True, "extra": 1}))[0] == 400
     assert await rows(api, "SELECT key, value_json FROM life_control ORDER BY key") == before
     assert await rows(api, "SELECT count(*) FROM event_log") == events
+    # Issue 25: "off"/"on", as the CLI takes them, are the same values.
+    assert (await api.call("PUT", "/v1/control/sharing", {"value": "on"})) == (
+        200, {"key": "sharing", "old": False, "value": True})
+    assert (await api.call("PUT", "/v1/control/sharing", {"value": "off"})) == (
+        200, {"key": "sharing", "old": True, "value": False})
 
 
 async def test_persona_gives_name_birth_and_chart_in_chinese(api: ApiHarness) -> None:

@@ -235,6 +235,9 @@ def test_range_and_all_need_yes_off_a_terminal(tmp_path: Path) -> None:
     conn.close()
     refused = run_anima("--db", str(db), "forget", "--since", "2026-07-02", "--until", "2026-07-03")
     assert refused.code == 2 and "--yes" in refused.err
+    # Issue 25: the refusal (and the prompt) speak dates in her zone, not Unix seconds.
+    assert "from 2026-07-02 00:00:00 to before 2026-07-03 00:00:00 (Asia/Shanghai)" in refused.err
+    assert "Unix seconds" not in refused.err
     done = run_anima("--db", str(db), "forget", "--since", "2026-07-02", "--until", "2026-07-03", "--yes", "--json")
     assert done.code == 0, done.err
     assert json.loads(done.out)["turn_ids"] == ["t2"]  # her zone: 07-02 22:00+08 is inside, 07-03 22:00 is not

@@ -41,7 +41,7 @@ def test_import_writes_all_and_summarises(conn, tmp_path):
 
 @pytest.mark.parametrize("bad, fragment", [
     (b"{not json", "line 3: not valid JSON"),
-    ({"ts": "2026-06-01T22:00:00+08:00", "turn_id": "b", "role": "assistant", "text": "x"}, "line 3: unknown role"),
+    ({"ts": "2026-06-01T22:00:00+08:00", "turn_id": "b", "role": "system", "text": "x"}, "line 3: unknown role"),
     ({"ts": "2026-06-01T22:00:00+08:00", "turn_id": "b", "role": "user"}, "line 3: missing key 'text'"),
     ({"ts": "soon", "turn_id": "b", "role": "user", "text": "x"}, "line 3:"),
     ("我".encode() + b"\xff\xfe", "line 3: not valid UTF-8"),
@@ -76,3 +76,29 @@ def test_cli_ingest_prints_progress_and_summary(tmp_path):
     out = subprocess.run([sys.executable, "-m", "daemon", "--db", str(tmp_path / "cli.db"), "ingest", str(bad)],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 2 and "line 3" in out.stderr
+
+
+def test_an_openai_style_history_is_read_as_hers(conn, tmp_path):
+    """Issue 25: `assistant` (and `content` for `text`) is how OpenAI-style exports say her messages."""
+    lines = [{"ts": "2026-06-01T22:00:00+08:00", "turn_id": "o1", "role": "user", "content": "我今天去爬山了"},
+             {"ts": "2026-06-01T22:00:05+08:00", "turn_id": "o1", "role": "assistant", "content": "累不累呀"}]
+    path = write(tmp_path / "openai.jsonl", lines)
+    summary = import_history(conn, embedder(), path, NOW)
+    assert summary["messages"] == 2 and summary["new_memories"] == 2
+    roles = [r[0] for r in conn.execute("SELECT role FROM chat_message WHERE turn_id = 'o1' ORDER BY role")]
+    assert roles == ["companion", "user"]
+
+
+def test_a_file_ingested_again_embeds_nothing_and_writes_nothing(conn, tmp_path):
+    """Issue 25: re-ingesting an imported file re-embedded every message (51.8 s to write nothing)."""
+    path = write(tmp_path / "h.jsonl", GOOD)
+    import_history(conn, embedder(), path, NOW)
+
+    class Refusing:
+        name, dim = embedder().name, embedder().dim
+
+        def embed_passages(self, texts):
+            raise AssertionError(f"embedded {len(texts)} known texts again")
+
+    again = import_history(conn, Refusing(), path, NOW)
+    assert again["new_memories"] == 0 and again["skipped_existing"] == again["messages"] > 0

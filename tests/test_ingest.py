@@ -126,7 +126,7 @@ def test_another_embedding_model_is_refused(conn):
         record_turn(conn, embedder(), TurnInput("t2", "y", None, "2026-06-01T10:00:00Z"), NOW)
     from engine.memory.reembed import reembed
 
-    assert reembed(conn, embedder(), NOW) == 1
+    assert reembed(conn, embedder(), NOW).memories == 1
     assert recall(conn, embedder(), "x", settings=SETTINGS, controls=ON, now=NOW).mode == "hybrid"
 
 

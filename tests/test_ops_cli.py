@@ -26,6 +26,7 @@ from engine.store import connect, oplog
 from engine.store import life as life_store
 from engine.store.core import events, set_control, stored_controls
 from tests.api_support import T0, make_database, running_daemon
+from tests.conftest import run_anima
 
 
 @pytest.fixture
@@ -227,3 +228,30 @@ async def test_writes_made_while_the_daemon_was_down_are_logged_once_at_its_next
         assert added == ([{"event_id": recorded[0]["id"], "actor": "cli", "life_event_id": event_id, "told": False}]
                          if run == 0 else [])
         assert "secret" not in log.text()
+
+
+def test_version_names_the_installed_release() -> None:
+    from importlib.metadata import version
+
+    done = run_anima("--version")
+    assert done.code == 0 and done.out.strip() == f"anima {version('anima')}"
+
+
+def test_human_status_prints_words_not_python_values() -> None:
+    """Issue 25: None and False reached human output (an unplanned next activity, a doctor verdict)."""
+    from daemon.cli.cmd_status import render
+
+    report = {
+        "companion": {"name": "小安", "birth": "1998-04-12 09:30", "tz": "Asia/Shanghai",
+                      "pillars": {"year": "戊寅", "month": "丙辰", "day": "己丑", "time": "己巳"}, "day_master": None},
+        "daemon": {"alive": True, "locked": True, "pid": 7, "uptime_s": None, "seconds_since_beat": 1.0,
+                   "beat_s": 15.0, "loop_lag_ms": None, "served_by": "file"},
+        "inner": {"mood": {"label": "calm", "v": 0.0, "a": 0.0, "d": 0.0}, "energy": 0.5,
+                  "activity": {"label": "读书", "since": "s", "until": "u", "why": None, "next": None}},
+        "jobs": {}, "schema": {"db": 15, "code": 15}, "sqlite_driver": "sqlite3",
+        "controls": {"sharing": False, "life": True},
+    }
+    text = render(report)
+    assert not any(word in text.split() or f"{word})" in text or f"{word};" in text
+                   for word in ("None", "False", "True")), text
+    assert "sharing=off" in text and "not planned yet" in text

@@ -113,3 +113,20 @@ def test_her_life_does_not_depend_on_the_simulation_beat() -> None:
     assert fine["timeline"] == coarse["timeline"]
     assert fine["life_events"] == coarse["life_events"]
     assert [d["sleep_start"] for d in fine["daily"]] == [d["sleep_start"] for d in coarse["daily"]]
+
+
+def test_a_long_run_says_how_far_it_is() -> None:
+    """Issue 25: `simulate --days 366` said nothing for 30 s. Progress comes a day at a time, throttled."""
+    import io
+
+    from daemon.cli.cmd_simulate import day_progress
+
+    seen: list[tuple[int, int]] = []
+    simulate(S, days=3, start=START, birth=BIRTH_A, name="小安", progress=lambda d, t: seen.append((d, t)))
+    assert seen[-1][0] == seen[-1][1] >= 3 and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    ticks = iter([0.0, 0.5, 1.2, 1.3, 2.5, 2.6])
+    out = io.StringIO()
+    show = day_progress(out, every_s=1.0, clock=lambda: next(ticks))
+    for done in (1, 2, 3, 4, 5):
+        show(done, 5)
+    assert out.getvalue().splitlines() == ["simulated 2/5 days", "simulated 4/5 days", "simulated 5/5 days"]

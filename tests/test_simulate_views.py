@@ -88,8 +88,10 @@ def test_plot_groups_activities_by_category_and_marks_chats_and_told_events(tmp_
     assert shown["chats"] == 1 and shown["told"] == 1
 
 
-def test_plot_without_a_cjk_font_warns_and_still_draws(tmp_path: Path, monkeypatch) -> None:
+def test_plot_without_a_cjk_font_says_so_in_one_line_and_still_draws(tmp_path: Path, monkeypatch) -> None:
     pytest.importorskip("matplotlib")
+    import io
+
     import daemon.plot as plot
 
     monkeypatch.setattr(plot, "cjk_font", lambda: None)
@@ -98,7 +100,10 @@ def test_plot_without_a_cjk_font_warns_and_still_draws(tmp_path: Path, monkeypat
         warnings.simplefilter("always")
         shown = plot.draw_life(str(tmp_path / "p.png"), points, acts, [], S.life.tz, name="小安")
     assert shown["font"] is None
-    assert any("CJK" in str(w.message) for w in caught)
+    assert not [w for w in caught if "CJK" in str(w.message)]  # issue 25: a warning printed a source line
+    said = io.StringIO()
+    plot.note_missing_font(shown, said)
+    assert said.getvalue().count("\n") == 1 and said.getvalue().startswith("anima: note: no CJK font")
     assert (tmp_path / "p.png").read_bytes()[:8] == PNG
 
 

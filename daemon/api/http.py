@@ -35,6 +35,7 @@ from aiohttp import web
 from daemon.api import companions, privacy, scoped, validation
 from daemon.api.errors import ApiError, classify, error_body, openai_error
 from daemon.api.gate import RateLimitedLog
+from daemon.api.metrics import ApiMetrics, get_metrics
 from daemon.api.protocol import ACCESS_LOG
 from daemon.api.tokens import TokenBook
 from daemon.component import DaemonContext
@@ -116,6 +117,7 @@ class ApiApp:
         # One pool for every companion: embedding is CPU work, and the CPU is the host's, not hers.
         self.executor = ThreadPoolExecutor(2, thread_name_prefix="api-embed")
         self.tokens = TokenBook()
+        self.metrics = ApiMetrics()  # GET /metrics: requests, latency, refusals counted here
         self._states: dict[str | None, ApiState] = {}
         self.model = model_config.resolve(settings)  # the chat model ([model]); its key stays in memory only
         self._upstream: Any = None
@@ -145,6 +147,7 @@ class ApiApp:
 
 
 APP = web.AppKey("anima_api", ApiApp)
+METRICS_PATH = "/metrics"
 # Request key: the companion this request is for (None: the process itself, e.g. GET /v1/companions).
 TARGET: Any = web.RequestKey("anima_target", object) if hasattr(web, "RequestKey") else "anima_target"
 # Request key: the untold index read with this request's last DB call (RequestKey on aiohttp >= 3.12).
@@ -201,6 +204,7 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
             body = openai_error(status, body, getattr(exc, "param", None))
         if isinstance(exc, StorageFullError) and target is not None:  # a state (health says so), not a bug
             target.storage_full_log().hit(op=op.operation_id if op else None)
+            app.metrics.storage_refusals.inc()
         elif status >= 500 and not isinstance(exc, ApiError):
             _log(app, target).error("api.failed", op=op.operation_id if op else None, status=status,
                                     error=type(exc).__name__, where=_where(exc), detail=_safe_detail(exc))
@@ -210,7 +214,8 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
         if status in (408, 413, 415):
             response.force_close()  # the unread body must not be parsed as the next request
     # Logged by the connection once the response is written (daemon/api/protocol.py): the truth the client got.
-    request[ACCESS_LOG] = (_log(app, target), op.operation_id if op else None, started)
+    op_id = op.operation_id if op else ("metrics" if request.path == METRICS_PATH else None)
+    request[ACCESS_LOG] = (_log(app, target), op_id, started, app.metrics.request_done)
     return response
 
 
@@ -433,6 +438,7 @@ def make_app(registry: CompanionRegistry, settings: Any, log: Any, token: str | 
             raise RuntimeError(f"route {method} {path} is missing from daemon/api/openapi.json "
                                "(python -m daemon.api.scoped --write adds the scoped paths)")
         app.router.add_route(method, path, endpoint(handler, host_handler))
+    app.router.add_route("GET", METRICS_PATH, get_metrics)  # Prometheus text, outside the JSON contract
     missing = declared - {(m, p) for m, p, _, _ in table}
     if missing:
         raise RuntimeError(f"openapi.json declares routes with no handler: {sorted(missing)}")

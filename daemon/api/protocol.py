@@ -25,7 +25,7 @@ _SILENT.addHandler(logging.NullHandler())
 _SILENT.propagate = False
 _SILENT.disabled = True  # aiohttp's own messages may quote request bytes: none of them is ever emitted
 
-# Request key: (log, operation id, perf_counter start) set by the API's guard; the access line is written
+# Request key: (log, operation id, perf_counter start, metrics callback) set by the API's guard; the access line is written
 # once the response has been written (QuietRequestHandler.finish_response), so it says what the client got.
 ACCESS_LOG: Any = web.RequestKey("anima_access_log", tuple) if hasattr(web, "RequestKey") else "anima_access_log"
 
@@ -76,12 +76,13 @@ class QuietRequestHandler(RequestHandler):
         resp, reset = await super().finish_response(request, resp, start_time)
         access = request.get(ACCESS_LOG) if hasattr(request, "get") else None
         if access is not None:
-            log, op, started = access
+            log, op, started, counted = access
             fields: dict[str, Any] = {"op": op, "status": resp.status,
                                       "ms": round((time.perf_counter() - started) * 1000, 2)}
             if reset:
                 fields["delivered"] = False
             log.debug("api.request", **fields)
+            counted(op, resp.status, not reset)
         return resp, reset
 
     def log_exception(self, *args: Any, **kw: Any) -> None:

@@ -28,6 +28,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     the line needs only its own, which keeps `anima status` or `anima simulate` from paying ~1 s for all.
     """
     parser = argparse.ArgumentParser(prog="anima", description="The inner-life daemon of an AI companion.")
+    parser.add_argument("--version", action="version", version=f"anima {installed_version()}")
     parser.add_argument("--config", help="config file (default: $ANIMA_CONFIG, else ./config.toml if present)")
     parser.add_argument("--db", help="database file (default: [database] path from the config)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -38,6 +39,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name in names:
         importlib.import_module(f"daemon.cli.{name}").register(subparsers)
     return parser
+
+
+def installed_version() -> str:
+    """The version pip installed (pyproject.toml's), or 'unknown' when run from a tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("anima")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def named_command(argv: Sequence[str]) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from daemon.api.listen import socket_path
 from daemon.cli.env import CliEnv
+from daemon.cli.served import UNKNOWN, ServedBy, served_by
 from engine.errors import AnimaError
 from engine.store import code_schema_version, connect, db_schema_version
 from engine.store.core import daemon_state, events
@@ -107,8 +108,11 @@ def check_lock(db: Path) -> tuple[Check, bool]:
     return _check("lock", "ok", detail), locked
 
 
-def check_socket(env: CliEnv, running: bool) -> Check:
+def check_socket(env: CliEnv, running: bool, served: ServedBy = UNKNOWN) -> Check:
+    """Her socket answers her health: beside her file, or the directory host's (then her scoped health)."""
     path = socket_path(env.settings.api, env.db_path, os.environ)
+    if served.mode == "directory" and served.socket is not None:
+        path = served.socket
     if not path.exists():
         status = "fail" if running else "skip"
         return _check("socket", status, f"{path} does not exist" + (" although the daemon holds the lock" if running else ""))
@@ -116,22 +120,25 @@ def check_socket(env: CliEnv, running: bool) -> Check:
     if not stat.S_ISSOCK(st.st_mode):
         return _check("socket", "fail", f"{path} is not a socket")
     mode = stat.S_IMODE(st.st_mode)
-    answer = _health(path)
+    answer = _health(path, served.health_path())
     if answer is None:
         status = "fail" if running else "warn"
         return _check("socket", status, f"{path} (mode {mode:04o}) does not answer GET /v1/health"
                       + ("" if running else " (stale socket of a stopped daemon)"))
-    alive = answer.get("alive")
+    alive = answer.get("alive") is True
+    age = answer.get("last_beat_age_s")
+    beat = "no beat yet" if age is None else f"last beat {age} s ago"
+    # Words, not Python values (issue 25: "alive=True" in human output).
     return _check("socket", "ok" if alive else "fail",
-                  f"{path} mode {mode:04o} answers: alive={alive}, last beat {answer.get('last_beat_age_s')} s ago")
+                  f"{path} mode {mode:04o} answers: {'alive' if alive else 'not alive'}, {beat}")
 
 
-def _health(path: Path, timeout: float = 3.0) -> dict[str, Any] | None:
+def _health(path: Path, target: str = "/v1/health", timeout: float = 3.0) -> dict[str, Any] | None:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
             s.connect(str(path))
-            s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: anima\r\nConnection: close\r\n\r\n")
+            s.sendall(f"GET {target} HTTP/1.1\r\nHost: anima\r\nConnection: close\r\n\r\n".encode())
             data = b""
             while chunk := s.recv(65536):
                 data += chunk
@@ -144,6 +151,23 @@ def _health(path: Path, timeout: float = 3.0) -> dict[str, Any] | None:
         return dict(json.loads(body))
     except ValueError:
         return None
+
+
+def _served(db: Path) -> ServedBy:
+    """How her file says she is served (daemon/cli/served.py); UNKNOWN when it cannot be read (the database
+    checks say why)."""
+    if not db.exists():
+        return UNKNOWN
+    try:
+        conn = connect(db, readonly=True)
+    except Exception:
+        return UNKNOWN
+    try:
+        return served_by(conn)
+    except Exception:
+        return UNKNOWN
+    finally:
+        conn.close()
 
 
 def check_database(db: Path, env: CliEnv, running: bool) -> list[Check]:
@@ -322,7 +346,7 @@ def run_checks(env: CliEnv) -> list[Check]:
     checks = [check_config(env), *check_files(env.db_path)]
     lock, running = check_lock(env.db_path)
     checks.append(lock)
-    checks.append(check_socket(env, running))
+    checks.append(check_socket(env, running, _served(env.db_path)))
     if env.db_path.exists():
         checks.extend(check_database(env.db_path, env, running))
     checks.extend(check_units(env))

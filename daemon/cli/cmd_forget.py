@@ -23,6 +23,7 @@ from daemon.cli.env import CliEnv
 from daemon.replication_forget import config_file, replication_of, start_over, take_out
 from engine.errors import AnimaError, InputError, LockedError, NotFoundError, StoreError
 from engine.memory import forget as forgetting
+from engine.memory.reembed import checkpoint_path
 from engine.store.lock import DaemonLock, is_locked
 from engine.times import parse_instant
 from engine.usecases.forget import forget_turns
@@ -47,14 +48,14 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if not env.db_path.exists():
         raise StoreError(f"database {env.db_path} does not exist; nothing to forget")
     if chosen.is_bulk:
-        _confirm(chosen, args.yes)
+        _confirm(chosen, args.yes, env.settings.life.tz)
     report = _via_daemon(env, chosen) if is_locked(env.db_path) else _direct_or_daemon(env, chosen)
     if args.json:
         env.print_json(report)
     elif report["already_forgotten"]:
         print(f"turn {chosen.turn_id} was already forgotten; nothing changed")
     elif not report["turns"]:
-        print(f"no turn in {chosen.describe()}; nothing changed")
+        print(f"no turn in {chosen.describe(env.settings.life.tz)}; nothing changed")
     else:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.items()
                            if isinstance(v, int) and not isinstance(v, bool) and k != "turns" and v)
@@ -64,6 +65,8 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         if report.get("replica_scrubbed") is False:
             print("anima: note: the s3:// replica still holds files from before the forget; delete <URL>/<handle>/ "
                   "with the bucket's tools (README 'Replication')", file=sys.stderr)
+    if report["turns"]:  # an interrupted reembed's vectors may include the forgotten texts': it only loses progress
+        checkpoint_path(env.db_path).unlink(missing_ok=True)
     kept = sorted(env.db_path.parent.glob(f"{env.db_path.name}.bak-*"))
     if kept and (report["turns"] or report["already_forgotten"]):
         # Copies this command does not touch: the files `anima restore` set aside, and earlier exports.
@@ -81,12 +84,12 @@ def _selection(args: argparse.Namespace, env: CliEnv) -> forgetting.Selection:
     return forgetting.selection(turn_id=args.turn, since=since, until=until, everything=args.all)
 
 
-def _confirm(chosen: forgetting.Selection, yes: bool) -> None:
+def _confirm(chosen: forgetting.Selection, yes: bool, tz: str) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        raise InputError(f"forgetting {chosen.describe()} cannot be undone; pass --yes to confirm")
-    answer = input(f"forget {chosen.describe()} everywhere, for good? [y/N] ")
+        raise InputError(f"forgetting {chosen.describe(tz)} cannot be undone; pass --yes to confirm")
+    answer = input(f"forget {chosen.describe(tz)} everywhere, for good? [y/N] ")
     if answer.strip().lower() not in ("y", "yes"):
         raise InputError("not confirmed; nothing was forgotten")
 

@@ -70,13 +70,14 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         return 0
     if args.plot:
         try:
-            from daemon.plot import draw_life
+            from daemon.plot import draw_life, note_missing_font
 
             shown = draw_life(args.plot, points, acts, told, env.settings.life.tz,
                               name=her_name)
         except ImportError:
             print("matplotlib is not installed (pip install 'anima[plot]'); showing a sparkline instead")
         else:
+            note_missing_font(shown)
             print(f"wrote {args.plot} ({len(points)} points, {len(acts)} activities, {shown['chats']} chats, "
                   f"{shown['told']} told life events)")
             return 0

@@ -14,9 +14,11 @@ import gc
 import importlib.util
 import json
 import math
+import sys
+import time
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -63,7 +65,8 @@ def parse_start(text: str, tz: str) -> float:
 
 def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, str, int], name: str,
              step_s: float = 300.0, keep: str | None = None, plot: str | None = None,
-             forecast_next: bool = False, chat: str | None = None) -> dict[str, Any]:
+             forecast_next: bool = False, chat: str | None = None,
+             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run `days` of her life from `start` for the companion born at `birth` = (local, tz, sect).
 
     `keep` names a new database file to write and keep; `plot` a PNG to draw the run into. `forecast_next`
@@ -102,15 +105,16 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
                 raise StoreError("the simulated companion has no persona")
             resume_after_gap(conn, settings, persona, None, start)
             with _few_collections():
-                trace = _run(conn, settings, persona, start, stop, step_s, forecast_next, turns)
+                trace = _run(conn, settings, persona, start, stop, step_s, forecast_next, turns, progress)
             rows = life_store.activities(conn, start, stop)
             events = life_store.life_events(conn, start, stop, told_only=False)
             if target is not None:
                 _backup(conn, target)
             if plot:
-                from daemon.plot import draw_life
+                from daemon.plot import draw_life, note_missing_font
 
-                draw_life(plot, trace, rows, [e for e in events if e["told"]], tz, name=name, simulated=True)
+                note_missing_font(draw_life(plot, trace, rows, [e for e in events if e["told"]], tz, name=name,
+                                            simulated=True))
         finally:
             conn.close()
     return _report(companion, persona, rows, events, trace, start, days, tz)
@@ -148,7 +152,8 @@ def _chat_turns(path: str, settings: Settings, start: float, stop: float) -> lis
 
 def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: float,
          step_s: float, forecast_next: bool = False,
-         turns: list[tuple[float, TurnInput]] | None = None) -> list[dict[str, Any]]:
+         turns: list[tuple[float, TurnInput]] | None = None,
+         progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Beat her life from `start` to `stop` every `step_s` seconds; return the trace, read a day at a time.
 
     Same life as a beat-by-beat run, at a fraction of the cost. A beat at which nothing ends (her activity's
@@ -193,6 +198,8 @@ def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: fl
         # no retention rule of the engine can take a day's points away before they count.
         trace += life_store.trace(conn, read_to, t + 1e-6)
         read_to = t + 1e-6
+        if progress is not None:
+            progress(math.ceil((t - start) / 86400.0 - 1e-9), math.ceil((stop - start) / 86400.0 - 1e-9))
     return trace
 
 
@@ -202,6 +209,26 @@ def _chat_embedder(settings: Settings) -> Any:
     from engine.memory.embed import make_embedder
 
     return make_embedder(settings.memory)
+
+
+def day_progress(stream: Any = None, every_s: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> Callable[[int, int], None]:
+    """'simulated 120/367 days' on stderr at most once a second (issue 25: a year said nothing for 30 s):
+    redrawn in place on a terminal, one line each elsewhere."""
+    out = stream or sys.stderr
+    last = [clock()]
+    tty = bool(getattr(out, "isatty", lambda: False)())
+
+    def show(done: int, total: int) -> None:
+        now = clock()
+        if done < total and now - last[0] < every_s:
+            return
+        last[0] = now
+        line = f"simulated {done}/{total} days"
+        out.write(f"\r{line}" + ("\n" if done >= total else "") if tty else line + "\n")
+        out.flush()
+
+    return show
 
 
 def _next_end(cur: dict[str, Any] | None) -> float:
@@ -347,7 +374,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if args.keep and Path(args.keep).resolve() == env.db_path.resolve():
         raise InputError("--keep must name a new file, not the real database")
     report = simulate(settings, days=args.days, start=start, birth=birth, name=name, step_s=args.step_s,
-                      keep=args.keep, plot=args.plot, chat=args.chat)
+                      keep=args.keep, plot=args.plot, chat=args.chat, progress=day_progress())
     if args.json:
         print(json.dumps(report, ensure_ascii=False, sort_keys=True))
         return 0

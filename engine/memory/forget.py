@@ -27,7 +27,9 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from engine.consolidate.plan import sentence_of, statement_for
 from engine.errors import InputError, NotFoundError
@@ -57,13 +59,22 @@ class Selection:
         """A range or everything: asked for confirmation, since it may take much at once."""
         return self.turn_id is None
 
-    def describe(self) -> str:
-        """For prompts and messages (ids and times only)."""
+    def describe(self, tz: str | None = None) -> str:
+        """For prompts and messages (ids and times only); with `tz`, times as dates in her zone (issue 25: the
+        prompt spoke Unix seconds)."""
         if self.turn_id is not None:
             return f"turn {self.turn_id}"
         if self.everything:
             return "every turn"
-        return f"turns from {self.since} to {self.until} (Unix seconds)"
+        if tz is None:
+            return f"turns from {self.since} to {self.until} (Unix seconds)"
+        start = "the first" if self.since is None or not math.isfinite(self.since) else _local(self.since, tz)
+        end = "now" if self.until is None or not math.isfinite(self.until) else f"before {_local(self.until, tz)}"
+        return f"turns said from {start} to {end} ({tz})"
+
+
+def _local(ts: float, tz: str) -> str:
+    return datetime.fromtimestamp(ts, ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def selection(turn_id: str | None = None, since: float | None = None, until: float | None = None,

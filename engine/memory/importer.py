@@ -15,6 +15,8 @@ from engine.memory.ingest import ROLES, TurnInput, record_turns_bulk
 from engine.times import parse_client_instant
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
+# OpenAI-style histories (issue 25): her messages are the assistant's.
+ROLE_ALIASES = {"assistant": "companion"}
 
 
 def _line_error(path: Path, number: int, problem: str) -> InputError:
@@ -49,12 +51,15 @@ def load_history_turns(path: str | Path, max_text_chars: int = 8000, now: float 
             raise _line_error(path, number, f"not valid JSON ({exc.msg})") from None
         if not isinstance(record, dict):
             raise _line_error(path, number, "expected a JSON object with ts, turn_id, role, text")
+        if "text" not in record and "content" in record:  # OpenAI-style chat exports say content
+            record["text"] = record["content"]
         for key in ("ts", "turn_id", "role", "text"):
             if key not in record:
                 raise _line_error(path, number, f"missing key {key!r}")
-        role = record["role"]
+        role = ROLE_ALIASES.get(record["role"], record["role"]) if isinstance(record["role"], str) else record["role"]
         if role not in ROLES:
-            raise _line_error(path, number, f"unknown role {role!r} (expected 'user' or 'companion')")
+            raise _line_error(path, number, f"unknown role {role!r} (expected 'user' or 'companion'; "
+                                            "'assistant' is read as 'companion')")
         turn_id = record["turn_id"]
         if isinstance(turn_id, int) and not isinstance(turn_id, bool):
             turn_id = str(turn_id)

@@ -164,6 +164,16 @@ def _write_messages(conn: Any, embedder: Embedder, plan: Sequence[tuple[TurnInpu
     return IngestResult(memory_ids=memory_ids, message_ids=message_ids, created=bool(memory_ids))
 
 
+def _already_recorded(conn: Any, turn_id: str, role: str, text: str) -> bool:
+    existing = store.message_of(conn, turn_id, role)
+    if existing is None:
+        return False
+    if existing["text"] != text:
+        raise ConflictError(f"turn {turn_id} already has a different {role} message; messages are never rewritten "
+                            "(send a new turn_id for a new message)")
+    return True
+
+
 def record_turns_bulk(conn: Any, embedder: Embedder, turns: Sequence[TurnInput], now: float, *, origin: str = "import",
                       max_text_chars: int = 8000, batch: int = 64,
                       progress: Callable[[int, int], None] | None = None, embed: bool = True) -> IngestResult:
@@ -174,8 +184,12 @@ def record_turns_bulk(conn: Any, embedder: Embedder, turns: Sequence[TurnInput],
     for turn in turns:
         ts, pairs = validate_turn(turn, max_text_chars)
         plan.extend((turn, ts, role, text) for role, text in pairs)
+    # Messages already recorded (a file ingested again) are checked now and never embedded: a re-run of a
+    # big import took 52 s to write nothing (issue 25). A different text under a known (turn, role) is
+    # the same ConflictError write_message would raise, before any embedding.
+    known = {(p[0].turn_id, p[2]) for p in plan if _already_recorded(conn, p[0].turn_id, p[2], p[3])}
     # Chat logs repeat themselves ("好的", "晚安"): each distinct text is embedded once.
-    distinct = list(dict.fromkeys(p[3] for p in plan)) if embed else []
+    distinct = list(dict.fromkeys(p[3] for p in plan if (p[0].turn_id, p[2]) not in known)) if embed else []
     by_text: dict[str, np.ndarray] = {}
     for start in range(0, len(distinct), batch):
         chunk = distinct[start : start + batch]

@@ -22,12 +22,13 @@ and only then are its memories strengthened. An empty recall records no injectio
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import numpy as np
 from aiohttp import web
 
-from daemon.api.http import ApiState
+from daemon.api.http import APP, ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, inner_view, persona_of
 from daemon.priority import gate_of
 from engine.chat.request import parse_request
@@ -57,8 +58,11 @@ def query_of_messages(messages: list[Any], max_chars: int) -> str:
 
 
 async def post_context(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
     async with gate_of(api.ctx.services).serving():  # background embedding waits while a reply is prepared
-        return await _context(request, api, body)
+        out = await _context(request, api, body)
+    request.app[APP].metrics.context_seconds.observe(time.perf_counter() - started)  # GET /metrics
+    return out
 
 
 async def _fresh_rows(api: ApiState, now: float) -> list[Any]:

@@ -46,8 +46,11 @@ async def get_control(request: web.Request, api: ApiState, body: None) -> dict[s
 async def put_control(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
     key = request.match_info["key"]
     spec = _spec(api, key)
-    control.check_value(spec.name, body["value"])  # 400 before any write
-    change: SwitchChange = await api.db(request, partial(change_switch, actor="api"), key, body["value"], api.now())
+    value = body["value"]
+    if isinstance(value, str):  # "off"/"on" as the CLI takes them (issue 25): one parser for both
+        value = control.parse_value(spec.name, value)
+    control.check_value(spec.name, value)  # 400 before any write
+    change: SwitchChange = await api.db(request, partial(change_switch, actor="api"), key, value, api.now())
     # Effective for the API at once (a new value, not a patch); the heartbeat re-reads for the rest.
     api.ctx.switches = change.switches
     api.ctx.controls = change.switches.legacy()
