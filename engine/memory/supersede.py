@@ -2,9 +2,10 @@
 
 "我搬到合肥了" after "我在南京租房" must answer "我现在在哪" although the stale turn usually shares
 more words with the question. A plain recency decay cannot do this without burying every old
-memory, so this is a ranking step that moves only pairs: an older hit ranked above a newer hit of
-the same slot (the same single-valued fact at two times) goes right behind it. Questions about the
-past ("以前", "刚认识的时候", "当初") are left as ranked, and `--as-of` never sees the newer turn at all.
+memory, so this is a ranking step that moves only the newer hit of a pair: a newer hit of the same
+slot (the same single-valued fact at two times) ranked below an older one is lifted just above it.
+Questions about the past ("以前", "刚认识的时候", "当初") are left as ranked, and `--as-of` never sees the
+newer turn at all. It runs after MMR (which re-sorts by score) and before the time window's order.
 
 What counts as the same slot (`same_slot`):
 - a shared lineage family (engine/consolidate/lineage.py: home, job, pet ...), what consolidation knows;
