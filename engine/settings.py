@@ -100,6 +100,7 @@ class MemorySettings:
     candidate_multiplier: int = 4
     vector_weight: float = 0.7
     text_weight: float = 0.025
+    dialogue_text_scale: float = 1.0
     decay_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
     min_score: float = 0.0
@@ -213,6 +214,7 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("memory", "decay_floor"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
     ("memory", "vector_floor"): (lambda v: 0 <= v < 1, "a cosine from 0 up to (not including) 1"),
     ("memory", "mmr_lambda"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("memory", "dialogue_text_scale"): (lambda v: 0 <= v <= 100, "a factor from 0 to 100"),
     ("memory", "relevance_margin"): (lambda v: -1 <= v <= 1, "a cosine difference from -1 to 1"),
     ("memory", "lexicon_terms"): (lambda v: 0 <= v <= 100, "an integer from 0 to 100"),
     ("memory", "keyword_idf_floor"): (lambda v: 0 <= v <= 20, "an IDF from 0 to 20"),

@@ -89,6 +89,7 @@ def params_from_settings(s: MemorySettings) -> RankParams:
     return RankParams(
         vector_weight=s.vector_weight, text_weight=s.text_weight, half_life_days=s.decay_half_life_days,
         decay_floor=s.decay_floor, min_score=s.min_score, mmr_lambda=s.mmr_lambda,
+        dialogue_text_scale=s.dialogue_text_scale,
     )
 
 
@@ -476,6 +477,8 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     if not hybrid:
         # Keyword lane only: the text score is the whole relevance.
         params = replace(params, vector_weight=0.0, text_weight=1.0)
+    elif lanes.line_vecs is not None:
+        params = replace(params, text_weight=params.text_weight * params.dialogue_text_scale)
     ranked = ranking.score_candidates(cands, params, now if as_of is None else min(now, as_of))
     kept = ranking.apply_min_score(ranked, params.min_score, lanes.keyword_ids, params.text_weight)
     if kept and not any(c.relevance >= params.min_score for c in kept):
