@@ -60,6 +60,9 @@ def variants(settings: MemorySettings) -> dict[str, tuple[RankParams, dict[str, 
     for rule in RULES:
         if rule == "lexicon" and settings.lexicon_terms == 0:
             continue  # shipped without it: the row is with_lexicon (below)
+        if rule != "keyword" and not getattr(full, f"use_{rule}"):  # shipped off: the row turns it on
+            out[f"with_{rule}"] = (replace(full, **{f"use_{rule}": True}), ON)
+            continue
         out[f"no_{rule}"] = (replace(full, text_weight=0.0) if rule == "keyword" else
                              replace(full, **{f"use_{rule}": False}), ON)
     # Reciprocal-rank fusion as published (equal lane weights, k = 60) instead of the weighted sum: measured, not shipped.

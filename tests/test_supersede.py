@@ -23,27 +23,31 @@ def ids(items):
     return [c.memory_id for c in items]
 
 
+def lift(items, same, ratio=0.8, depth=10):
+    return ids(supersede.supersede(items, same, ratio, depth, ts=lambda c: c.ts))
+
+
 def test_the_newer_statement_is_lifted_just_above_the_older_one():
     old, other, new = hit(1, 0, 0.70), hit(2, 5 * DAY, 0.69), hit(3, 40 * DAY, 0.65)
-    out = supersede.supersede([old, other, new], lambda a, b: {a.memory_id, b.memory_id} == {1, 3}, 0.8, 10)
-    assert ids(out) == [3, 1, 2]  # only the newer one moved; the stale one stays right behind it
+    out = lift([old, other, new], lambda a, b: {a.memory_id, b.memory_id} == {1, 3})
+    assert out == [3, 1, 2]  # only the newer one moved; the stale one stays right behind it
 
 
 def test_nothing_moves_without_a_shared_slot_or_below_the_relevance_share_or_past_the_depth():
     old, new = hit(1, 0, 0.70), hit(2, 40 * DAY, 0.65)
-    assert ids(supersede.supersede([old, new], lambda a, b: False, 0.8, 10)) == [1, 2]
-    assert ids(supersede.supersede([old, new], lambda a, b: True, 0.95, 10)) == [1, 2]  # 0.65 < 0.95 * 0.70
-    assert ids(supersede.supersede([old, hit(3, DAY, 0.69), new], lambda a, b: True, 0.8, 2)) == [3, 1, 2]
+    assert lift([old, new], lambda a, b: False) == [1, 2]
+    assert lift([old, new], lambda a, b: True, ratio=0.95) == [1, 2]  # 0.65 < 0.95 * 0.70
+    assert lift([old, hit(3, DAY, 0.69), new], lambda a, b: True, depth=2) == [3, 1, 2]
 
 
 def test_an_older_hit_below_is_never_lifted():
     new, old = hit(1, 40 * DAY, 0.70), hit(2, 0, 0.69)
-    assert ids(supersede.supersede([new, old], lambda a, b: True, 0.8, 10)) == [1, 2]
+    assert lift([new, old], lambda a, b: True) == [1, 2]
 
 
 def test_a_chain_of_updates_puts_the_newest_first():
     first, second, third = hit(1, 0, 0.70), hit(2, 30 * DAY, 0.68), hit(3, 60 * DAY, 0.66)
-    assert ids(supersede.supersede([first, second, third], lambda a, b: True, 0.8, 10))[0] == 3
+    assert lift([first, second, third], lambda a, b: True)[0] == 3
 
 
 def test_turns_of_one_conversation_are_never_an_old_and_a_new_state():
@@ -55,6 +59,12 @@ def test_turns_of_one_conversation_are_never_an_old_and_a_new_state():
     assert not supersede.same_slot(0.0, 2 * DAY, set(), set(), none, none, 1800.0)  # no lineage, no shared word
     assert supersede.same_slot(0.0, 2 * DAY, set(), set(), {"公斤", "上秤"}, {"公斤"}, 1800.0)  # 82 kg, then 76 kg
     assert not supersede.same_slot(0.0, 20.0, set(), set(), {"公斤"}, {"公斤"}, 1800.0)
+
+
+def test_a_slot_is_named_by_informative_words_not_by_numbers_or_dates():
+    words = supersede.slot_words("2026-05-09 用户说：上秤七十六公斤，76kg", 6.5)
+    assert "公斤" in words and not any(ch.isdigit() for w in words for ch in w)
+    assert "我" not in words and "了" not in words
 
 
 @pytest.mark.parametrize(("query", "expected"), [

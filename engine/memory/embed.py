@@ -110,7 +110,7 @@ class OpenAIEmbedder:
     """An OpenAI-compatible `/v1/embeddings` endpoint (urllib, no client library)."""
 
     def __init__(self, url: str, model: str, dim: int, api_key: str | None, timeout_s: float = 30.0,
-                 query_prefix: str = "", passage_prefix: str = ""):
+                 query_prefix: str = "", passage_prefix: str = "", batch: int = 64):
         self.url = url.rstrip("/")
         if not self.url.endswith("/embeddings"):
             self.url += "/embeddings"
@@ -120,8 +120,13 @@ class OpenAIEmbedder:
         self._timeout = timeout_s
         self._qp = query_prefix
         self._pp = passage_prefix
+        self._batch = max(1, batch)
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One request per `batch` texts: servers cap a request (text-embeddings-inference's
+        --max-client-batch-size is 32 by default; a llama.cpp server's batch is its -b/-ub)."""
+        if len(texts) > self._batch:
+            return np.concatenate([self._embed(texts[i:i + self._batch]) for i in range(0, len(texts), self._batch)])
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         body = json.dumps({"model": self.name, "input": list(texts)}).encode("utf-8")
@@ -159,7 +164,9 @@ def make_embedder(settings: MemorySettings, foreground: bool = False) -> Embedde
         if not settings.embedding_url:
             raise ConfigError('config.toml: [memory] embedding_provider = "openai" needs embedding_url')
         key = os.environ.get(settings.embedding_api_key_env) if settings.embedding_api_key_env else None
-        return OpenAIEmbedder(settings.embedding_url, settings.embedding_model, settings.embedding_dim, key)
+        return OpenAIEmbedder(settings.embedding_url, settings.embedding_model, settings.embedding_dim, key,
+                              query_prefix=settings.embedding_query_prefix,
+                              passage_prefix=settings.embedding_passage_prefix, batch=settings.embedding_batch)
     raise ConfigError(f"config.toml: [memory] embedding_provider {settings.embedding_provider!r} is unknown")
 
 

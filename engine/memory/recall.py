@@ -26,8 +26,6 @@ from engine.memory.tokens import (
     jaccard_tokens,
     query_term_weights,
     same_text_key,
-    term_idf,
-    word_tokens,
 )
 from engine.settings import LifeSettings, MemorySettings
 from engine.store import memory as memory_store
@@ -89,6 +87,7 @@ def params_from_settings(s: MemorySettings) -> RankParams:
     return RankParams(
         vector_weight=s.vector_weight, text_weight=s.text_weight, half_life_days=s.decay_half_life_days,
         decay_floor=s.decay_floor, min_score=s.min_score, mmr_lambda=s.mmr_lambda,
+        dialogue_text_scale=s.dialogue_text_scale,
     )
 
 
@@ -212,25 +211,54 @@ def above_background(embedder: Embedder | None, lanes: Lanes, rows: list[Any], m
     return rows
 
 
+def lineage_families(conn: Any, embedder: Embedder, items: Sequence[tuple[int, str]]) -> dict[int, frozenset[str]]:
+    """Lineage families (home, job, pet ...) of (memory id, text) pairs, from their stored passage vectors."""
+    vecs = candidate_vectors(conn, [i for i, _ in items])
+    with_vec = [(i, t) for i, t in items if i in vecs]
+    families: dict[int, frozenset[str]] = {i: frozenset() for i, _ in items}
+    if with_vec:
+        matches = lineage_matcher(embedder).match([t for _, t in with_vec], np.stack([vecs[i] for i, _ in with_vec]))
+        for (i, _), m in zip(with_vec, matches, strict=True):
+            families[i] = frozenset(f for f in [m.family, *(x.family for x in m.also)] if f != "none")
+    return families
+
+
 def slot_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidate], settings: MemorySettings,
               by_words: bool = True) -> Callable[[Candidate, Candidate], bool]:
-    """supersede.same_slot over these hits: lineage families from their passage vectors and, with `by_words`,
-    their informative words (general IDF >= update_slot_idf), segmented for these few hits only."""
-    vecs = candidate_vectors(conn, [c.memory_id for c in hits])
-    with_vec = [c for c in hits if c.memory_id in vecs]
-    families: dict[int, frozenset[str]] = {c.memory_id: frozenset() for c in hits}
-    if with_vec:
-        matches = lineage_matcher(embedder).match([c.text for c in with_vec],
-                                                  np.stack([vecs[c.memory_id] for c in with_vec]))
-        for c, m in zip(with_vec, matches, strict=True):
-            families[c.memory_id] = frozenset(f for f in [m.family, *(x.family for x in m.also)] if f != "none")
-    words: dict[int, frozenset[str]] = {
-        c.memory_id: frozenset(w for w in word_tokens(c.text) if term_idf(w) >= settings.update_slot_idf)
-        if by_words else frozenset() for c in hits}
+    """supersede.same_slot over these candidates: lineage families and, with `by_words`, informative words
+    (segmented for these few hits only)."""
+    families = lineage_families(conn, embedder, [(c.memory_id, c.text) for c in hits])
+    words = {c.memory_id: supersede.slot_words(c.text, settings.update_slot_idf) if by_words else frozenset()
+             for c in hits}
 
     def same(a: Candidate, b: Candidate) -> bool:
         return supersede.same_slot(a.ts, b.ts, families[a.memory_id], families[b.memory_id], words[a.memory_id],
                                    words[b.memory_id], settings.update_session_gap_s)
+
+    return same
+
+
+def merged_slot_rule(conn: Any, embedder: Embedder, hits: Sequence[Any], settings: MemorySettings,
+                     by_words: bool = True) -> Callable[[Any, Any], bool]:
+    """The same rule over episode hits and consolidated facts together: a fact's family is its key's
+    ("home:徐汇" -> home), its words those of its sentence (not its date prefix)."""
+    episodes = [(h.memory_id, h.text) for h in hits if isinstance(h, RecallHit)]
+    by_memory = lineage_families(conn, embedder, episodes)
+    families: dict[int, frozenset[str]] = {}
+    words: dict[int, frozenset[str]] = {}
+    for h in hits:
+        if isinstance(h, RecallHit):
+            families[id(h)] = by_memory[h.memory_id]
+            text = h.text
+        else:
+            key = str(getattr(h, "key", ""))
+            families[id(h)] = frozenset({key.split(":", 1)[0]}) if key else frozenset()
+            text = h.text.partition("：")[2] or h.text
+        words[id(h)] = supersede.slot_words(text, settings.update_slot_idf) if by_words else frozenset()
+
+    def same(a: Any, b: Any) -> bool:
+        return supersede.same_slot(a.ts_unix, b.ts_unix, families[id(a)], families[id(b)], words[id(a)],
+                                   words[id(b)], settings.update_session_gap_s)
 
     return same
 
@@ -476,6 +504,8 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     if not hybrid:
         # Keyword lane only: the text score is the whole relevance.
         params = replace(params, vector_weight=0.0, text_weight=1.0)
+    elif lanes.line_vecs is not None:
+        params = replace(params, text_weight=params.text_weight * params.dialogue_text_scale)
     ranked = ranking.score_candidates(cands, params, now if as_of is None else min(now, as_of))
     kept = ranking.apply_min_score(ranked, params.min_score, lanes.keyword_ids, params.text_weight)
     if kept and not any(c.relevance >= params.min_score for c in kept):
@@ -490,13 +520,14 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         unique = ranking.mmr(unique, params.mmr_lambda, lambda c: jaccard_tokens(c.text), limit=k)
         unique = ranking.collapse_same_text(unique, lambda c: same_text_key(c.text))
         unique = ranking.demote_duplicates(unique, lambda c: duplicate_key(c.text))
-    if (params.use_newer and hybrid and unique and settings.update_depth > 0
-            and supersede.asks_about_present(text, asks_about_self(text), window is not None,
-                                             params.use_present_default)):
+    present = (params.use_newer and hybrid and settings.update_depth > 0
+               and supersede.asks_about_present(text, asks_about_self(text), window is not None,
+                                                params.use_present_default))
+    if present and unique:
         assert embedder is not None
         head = unique[:settings.update_depth]
         unique = supersede.supersede(unique, slot_rule(conn, embedder, head, settings, params.use_slot_words),
-                                     settings.update_min_ratio, settings.update_depth)
+                                     settings.update_min_ratio, settings.update_depth, ts=lambda c: c.ts)
     if window is not None:
         unique = ranking.window_first(unique, window.start, window.end)
     chosen = unique[:k]
@@ -510,7 +541,14 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     ]
     if controls.get("memory_facts", True) and extra_sources:
         extra = [h for source in extra_sources for h in source(conn, query_vec, text, k=k, now=now, as_of=as_of) or []]
-        hits = merge_extra_hits(hits, extra, params, now if as_of is None else min(now, as_of), window)[:k]
+        hits = merge_extra_hits(hits, extra, params, now if as_of is None else min(now, as_of), window)
+        if present and extra:
+            # Facts and turns agree: a fact from the stale turn must not jump back above the update.
+            assert embedder is not None
+            hits = supersede.supersede(hits, merged_slot_rule(conn, embedder, hits[:settings.update_depth], settings,
+                                                              params.use_slot_words),
+                                       settings.update_min_ratio, settings.update_depth, ts=lambda h: h.ts_unix)
+        hits = hits[:k]
     block, used, fact_ids = build_block(conn, hits, budget, bool(controls.get("memory_reread", True)), limit_ts, tz)
     return RecallResult(query=text, mode=mode, hits=hits, context=block, context_memory_ids=used, fact_ids=fact_ids)
 

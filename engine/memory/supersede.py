@@ -2,9 +2,10 @@
 
 "我搬到合肥了" after "我在南京租房" must answer "我现在在哪" although the stale turn usually shares
 more words with the question. A plain recency decay cannot do this without burying every old
-memory, so this is a ranking step that moves only pairs: an older hit ranked above a newer hit of
-the same slot (the same single-valued fact at two times) goes right behind it. Questions about the
-past ("以前", "刚认识的时候", "当初") are left as ranked, and `--as-of` never sees the newer turn at all.
+memory, so this is a ranking step that moves only the newer hit of a pair: a newer hit of the same
+slot (the same single-valued fact at two times) ranked below an older one is lifted just above it.
+Questions about the past ("以前", "刚认识的时候", "当初") are left as ranked, and `--as-of` never sees the
+newer turn at all. It runs after MMR (which re-sorts by score) and before the time window's order.
 
 What counts as the same slot (`same_slot`):
 - a shared lineage family (engine/consolidate/lineage.py: home, job, pet ...), what consolidation knows;
@@ -21,6 +22,8 @@ import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Protocol, TypeVar
+
+from engine.memory.tokens import term_idf, word_tokens
 
 # Words that ask about the present state (now, lately, still, yet): the newest statement on a slot answers them.
 # Generic particles (还是, 了吗, 没有) are left out: in a running dialogue they are everywhere (MADial-Bench lost 2 points).
@@ -66,14 +69,16 @@ def asks_about_present(query: str, about_self: bool, has_window: bool, present_d
 
 class Ranked(Protocol):
     @property
-    def memory_id(self) -> int: ...
-    @property
-    def ts(self) -> float: ...
-    @property
     def relevance(self) -> float: ...
 
 
 R = TypeVar("R", bound=Ranked)
+
+
+def slot_words(text: str, min_idf: float) -> frozenset[str]:
+    """The informative words of a statement (general IDF >= `min_idf`); numbers and dates are left out
+    (the value that changes, or a fact's date prefix, is no slot)."""
+    return frozenset(w for w in word_tokens(text) if not any(ch.isdigit() for ch in w) and term_idf(w) >= min_idf)
 
 
 def same_slot(a_ts: float, b_ts: float, a_families: AbstractSet[str], b_families: AbstractSet[str],
@@ -88,9 +93,10 @@ def same_slot(a_ts: float, b_ts: float, a_families: AbstractSet[str], b_families
     return bool(a_families & b_families) or bool(a_words & b_words)
 
 
-def supersede(ranked: Sequence[R], same: Callable[[R, R], bool], min_ratio: float, depth: int) -> list[R]:
+def supersede(ranked: Sequence[R], same: Callable[[R, R], bool], min_ratio: float, depth: int,
+              ts: Callable[[R], float]) -> list[R]:
     """Lift the newest relevant hit of a slot, from the first `depth`, to just above the oldest-ranked older hit
-    of that slot above it.
+    of that slot above it (`ts` gives a hit's time).
 
     Only the newer hit moves, and only up: everything between keeps its order and moves one place
     down, so a stale statement stays close behind (it is evidence of what changed) and no other hit
@@ -101,9 +107,10 @@ def supersede(ranked: Sequence[R], same: Callable[[R, R], bool], min_ratio: floa
     at = 0
     while at < min(depth, len(items)):
         a = items[at]
-        newer = [b for b in items[at + 1:depth] if b.ts > a.ts and b.relevance >= min_ratio * a.relevance and same(a, b)]
+        newer = [b for b in items[at + 1:depth]
+                 if ts(b) > ts(a) and b.relevance >= min_ratio * a.relevance and same(a, b)]
         if newer:
-            lifted = max(newer, key=lambda b: b.ts)
+            lifted = max(newer, key=ts)
             items.remove(lifted)
             items.insert(at, lifted)
         at += 1
