@@ -67,7 +67,7 @@ async def test_no_untold_canary_that_was_not_offered_reaches_any_upstream_reques
     planted = await _plant(api, CANARIES)
     async with client(api.socket_path) as oa:
         history: list[dict[str, str]] = []
-        for text in ["今天好累啊", "你在做什么呢？", "给我讲讲你今天的事吧", "金鱼巷你去过吗？诗集好看吗", "晚安"]:
+        for text in ["今天天气真好", "你在做什么呢？", "给我讲讲你今天的事吧", "金鱼巷你去过吗？诗集好看吗", "晚安"]:
             history.append({"role": "user", "content": text})
             got = await oa.chat.completions.create(model="x", messages=history, stream=len(history) % 2 == 0)
             reply = got.choices[0].message.content if hasattr(got, "choices") else "".join(
@@ -146,3 +146,16 @@ async def test_no_chat_text_prompt_or_key_reaches_a_log_line(
     for secret in (user_text, "外婆", TELLS[:12], KEY, EVENT[:8], fake.system_prompt()[:12]):
         assert secret not in logged
 
+
+
+@pytest.mark.parametrize("message, offered", [("我外婆今天走了，我好难受", False), ("今天天气真好！你下午干嘛了？", True)])
+async def test_she_decides_to_share_as_she_feels_after_reading_the_message(
+        tmp_path: Path, stopper: list[Any], monkeypatch: pytest.MonkeyPatch, message: str, offered: bool) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    api, fake = await _start(tmp_path, "嗯。", offers=True)
+    stopper.extend([api, fake])
+    await _plant(api, [EVENT])
+    async with client(api.socket_path) as oa:
+        await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": message}])
+    # Bad news in this very message holds her own small news back (issue 24's rule, on the mood after reading).
+    assert (EVENT in fake.system_prompt()) is offered
