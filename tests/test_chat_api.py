@@ -316,3 +316,23 @@ async def test_a_stream_that_stalls_past_timeout_ends_with_an_error_and_records_
         assert "timeout_s" in caught.value.message
     assert await _counts(api) == before
     assert api.log.named("api.chat_upstream_failed")[-1]["status"] == 504
+
+
+async def test_a_message_at_night_wakes_her_and_her_prompt_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    fake = await FakeModel("嗯……怎么了？").start()
+    api = ApiHarness(tmp_path)  # her clock starts at 04:26 in Hangzhou
+    api.settings = with_model(api.settings, fake.url)
+    await api.start()
+    try:
+        await api.db(lambda conn: inner.step_inner(conn, api.settings, None, api.clock.now(), read_switches(conn)))
+        _, before = await api.call("GET", "/v1/state")
+        assert before["activity"]["kind"] == "sleep"
+        async with client(api.socket_path) as oa:
+            await oa.chat.completions.create(model="x", messages=[{"role": "user", "content": "你睡了吗"}])
+        assert "从睡梦中叫醒" in fake.system_prompt() and "睡觉" not in fake.system_prompt()
+        _, after = await api.call("GET", "/v1/state")
+        assert after["activity"]["kind"] != "sleep"  # the turn, recorded, woke her for real
+    finally:
+        await api.stop()
+        await fake.stop()
