@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 MIN_SLEEP_H, MAX_SLEEP_H = 6.0, 10.0
+LIE_IN_MIN = (20.0, 90.0)   # how much longer she sleeps on a morning with no alarm, minutes
 SHORTEST_NIGHT_H = 3.0   # an alarm after a late night may cut her sleep below MIN_SLEEP_H, never below this
 FATIGUE_PUSH = 0.05      # valence push per unit of energy above (+) or below (-) 0.4 when an activity ends
 # A disappointment (rain on the walk, a friend cancels, the bread fails) replaces the activity's own push: a
@@ -250,6 +251,10 @@ def wake_for(ctx: LifeContext, state: LifeState, t: float) -> float:
         alarm = leave_by(ctx.role, wake_day, ctx.tz, state.seed_key)
         if alarm is not None and alarm < wake:
             wake = max(alarm, t + SHORTEST_NIGHT_H * HOUR)
+    else:
+        # no alarm on a day off: she lies in a while (issue 24 item 5: she slept less before days off)
+        lie_in = rng_for(state.seed_key, wake_day, "lie_in").uniform(*LIE_IN_MIN) * MINUTE
+        wake = min(wake + lie_in, t + MAX_SLEEP_H * HOUR)
     return wake
 
 
