@@ -279,7 +279,7 @@ def test_narration_gets_a_scene_and_its_story_state_is_saved(tmp_path: Path, mon
 
     scenes = []
 
-    def fake_narrate(scene, story, seed):
+    def fake_narrate(scene, story, seed, *_):
         scenes.append(scene)
         told = int(story.data.get("n", 0)) + 1
         return f"第{told}句：{scene.kind}", StoryState({"n": told})

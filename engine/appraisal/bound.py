@@ -20,6 +20,9 @@ shown step too, whatever her state; the negativity weight on valence is inside t
 valence push reaches the cap sooner). With two layers (engine/mood.py) the push is an emotion whose
 added deviation only shrinks afterwards (mood_gain < 1), so the cap bounds the turn's effect at every
 later instant too, not only at the moment of the push.
+The bound is the sting of one sentence. What stays for days is separate and deliberate (issue 24): the turn also
+raises named feelings (engine/feelings.py: grief, worry, gladness) whose pull on the mood layer's targets fades
+with their own half-lives, so bad news still weighs on the next evening.
 """
 
 from __future__ import annotations

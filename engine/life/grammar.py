@@ -251,7 +251,8 @@ def fill(text: str, slots: Mapping[str, str]) -> str:
 
 
 def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mapping[str, str],
-           used: frozenset[str] = frozenset(), said: tuple[str, ...] = ()) -> tuple[Alt, str] | None:
+           used: frozenset[str] = frozenset(), said: tuple[str, ...] = (),
+           avoid: frozenset[str] = frozenset()) -> tuple[Alt, str] | None:
     """One eligible alternative, filled, that repeats nothing already `said` in the sentence, or None.
 
     Not repeated: a number or sight already given (`used` slots), and the opening of an earlier clause (so no
@@ -263,6 +264,8 @@ def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mappi
     heads = {part[:HEAD] for clause in said for part in clause.split("，")}
     for alt in usable:
         text = fill(alt.text, slots) if alt.slots else alt.text   # nothing to fill: no regex pass
+        if text in avoid:
+            continue
         if any(part[:HEAD] in heads for part in text.split("，")):
             continue
         if any(text.startswith(clause) or clause.startswith(text) for clause in said):
@@ -272,14 +275,16 @@ def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mappi
 
 
 def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapping[str, str],
-           event: str | None = None, wanted: frozenset[str] = frozenset()) -> list[str] | None:
+           event: str | None = None, wanted: frozenset[str] = frozenset(),
+           avoid: frozenset[str] = frozenset()) -> list[str] | None:
     """The clauses of one production for (kind, moment): a random production whose core symbols all expand.
 
     Optional symbols (setting, detail, feeling ...) drop out when nothing is eligible; a production whose core
     cannot expand is skipped for the next, so a kind that has no 'letdown' for a sunny day still gets a sentence.
     A story event (a book finished) must be told: the symbols the kind words for that event become core, and only
     productions that contain them are tried. `wanted` symbols (a feeling on a low day) are preferred: productions
-    with them are tried first, the others only if none of those expands.
+    with them are tried first, the others only if none of those expands. A feeling clause in `avoid` (the one her
+    last sentence ended on) is not said again at once.
     """
     g = grammar()
     own = g.kinds[kind].clauses
@@ -292,7 +297,8 @@ def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapp
         clauses: list[str] = []
         used: frozenset[str] = frozenset()
         for symbol in prod:
-            picked = choose(rng, g.alternatives(kind, symbol, moment, event), facts, slots, used, tuple(clauses))
+            picked = choose(rng, g.alternatives(kind, symbol, moment, event), facts, slots, used, tuple(clauses),
+                            avoid if symbol == "feeling" else frozenset())
             if picked is None:
                 if symbol in CORE or symbol in forced:
                     break

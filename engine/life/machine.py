@@ -22,7 +22,7 @@ from engine.life.catalogue import ActivitySpec, catalogue
 from engine.life.choose import RAIN, Choice, Situation, choose
 from engine.life.fallback import abandoned_text, completion_text, details_for, resumed_text
 from engine.life.localtime import HOUR, MINUTE, day_of, local_time, rng_for
-from engine.life.narrate import StoryState, narrate
+from engine.life.narrate import StoryState, narrate, tail_of
 from engine.life.plan import make_plan, next_anchor
 from engine.life.scene import Companion, Moment, Outcome, Scene
 from engine.life.state import (
@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 MIN_SLEEP_H, MAX_SLEEP_H = 6.0, 10.0
+LIE_IN_MIN = (20.0, 90.0)   # how much longer she sleeps on a morning with no alarm, minutes
 SHORTEST_NIGHT_H = 3.0   # an alarm after a late night may cut her sleep below MIN_SLEEP_H, never below this
 FATIGUE_PUSH = 0.05      # valence push per unit of energy above (+) or below (-) 0.4 when an activity ends
 # A disappointment (rain on the walk, a friend cancels, the bread fails) replaces the activity's own push: a
@@ -250,6 +251,10 @@ def wake_for(ctx: LifeContext, state: LifeState, t: float) -> float:
         alarm = leave_by(ctx.role, wake_day, ctx.tz, state.seed_key)
         if alarm is not None and alarm < wake:
             wake = max(alarm, t + SHORTEST_NIGHT_H * HOUR)
+    else:
+        # no alarm on a day off: she lies in a while (issue 24 item 5: she slept less before days off)
+        lie_in = rng_for(state.seed_key, wake_day, "lie_in").uniform(*LIE_IN_MIN) * MINUTE
+        wake = min(wake + lie_in, t + MAX_SLEEP_H * HOUR)
     return wake
 
 
@@ -334,7 +339,7 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
             state = state.evolve(feelings=tuple(feel.apply_raises(state.feelings, raises, at)))
     if not preview:
         text, story = _sentence(ctx, state, cur, at, Moment.COMPLETED, outcome)
-        state = state.evolve(story=story)
+        state = state.evolve(story=story, last_tail=tail_of(text) or state.last_tail)
         text = text or completion_text(kind, detail.get("details", {}), outcome is Outcome.DISAPPOINTED)
         if text:
             effects.append(LifeEvent(text, at, "completed", cur["id"]))
@@ -370,7 +375,7 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
                   remaining_s=remaining_s, dined=cur["kind"] not in DINNER_KEYS and _dined(state),
                   cooked=cur["kind"] == "dinner" and _cooked_before(state, float(cur["started_at"])),
                   **_felt(ctx, state, at, outcome))
-    text, story = narrate(scene, StoryState.adopt(state.story), state.seed_key)
+    text, story = narrate(scene, StoryState.adopt(state.story), state.seed_key, state.last_tail)
     return text, story.data
 
 
@@ -428,7 +433,7 @@ def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[d
         if resumable:
             effects.append(CloseSuspended(susp["id"], "suspended", {**detail, "resumed_at": at}))
             text, story = _sentence(ctx, state, susp, at, Moment.RESUMED, outcome, new_end - at)
-            state = state.evolve(story=story)
+            state = state.evolve(story=story, last_tail=tail_of(text) or state.last_tail)
             effects.append(LifeEvent(text or resumed_text(kind, details, new_end - at), at, "resumed", susp["id"]))
             extra = {k: detail.get(k) for k in ("outcome", "place", "with", "anchor")}
             extra["resumed_from"] = susp["id"]
@@ -436,7 +441,7 @@ def _after_chat(ctx: LifeContext, state: LifeState, at: float, suspended: list[d
                                             details=details)]
         effects.append(CloseSuspended(susp["id"], "abandoned", {**detail, "abandoned_at": at}))
         text, story = _sentence(ctx, state, susp, at, Moment.ABANDONED, outcome)
-        state = state.evolve(story=story)
+        state = state.evolve(story=story, last_tail=tail_of(text) or state.last_tail)
         effects.append(LifeEvent(text or abandoned_text(kind, details), at, "abandoned", susp["id"]))
         if kind == "sleep":
             started = float(susp["started_at"])

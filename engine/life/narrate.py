@@ -321,8 +321,12 @@ def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: s
     return st.Told()
 
 
-def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, StoryState]:
-    """One sentence for `scene` (None when there is nothing worth saying) and the story state after it."""
+def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None = None
+            ) -> tuple[str | None, StoryState]:
+    """One sentence for `scene` (None when there is nothing worth saying) and the story state after it.
+
+    `avoid_tail`: the clause her previous sentence ended on (tail_of); no feeling clause repeats it at once.
+    """
     g = grammar()
     if scene.started.utcoffset() is None or scene.ended.utcoffset() is None:
         raise InputError(f"scene {scene.kind!r} times must be timezone-aware, got {scene.started.isoformat()}")
@@ -353,7 +357,8 @@ def narrate(scene: Scene, story: StoryState, seed: str) -> tuple[str | None, Sto
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
     # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
     wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
-    clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted)
+    clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted,
+                     frozenset({avoid_tail}) if avoid_tail else frozenset())
     _take_note(data, scene, moment, slots.get("verb", ""))
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
@@ -393,6 +398,13 @@ def _take_note(data: dict[str, Any], scene: Scene, moment: str, verb: str) -> No
         cause = scene.feeling_cause.removesuffix("的事")
         if not (isinstance(note, dict) and note.get("day") == day and note.get("text") == cause):
             data["note"] = {"day": day, "kind": scene.kind, "text": cause, "letdown": False}
+
+
+def tail_of(text: str | None) -> str | None:
+    """The last clause of a sentence (what the next sentence's feeling should not repeat)."""
+    if not text:
+        return None
+    return text.rstrip("。！").split("，")[-1] or None
 
 
 def _story_after(story: StoryState, data: dict[str, Any]) -> StoryState:

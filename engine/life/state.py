@@ -70,6 +70,7 @@ class LifeState:
     # day's own valence tone (engine.mood.waking_tone) that her feelings are added to (issue 24).
     feelings: tuple[dict[str, Any], ...] = ()
     day_tone: float = 0.0
+    last_tail: str | None = None   # the clause her last sentence ended on (narrate avoids repeating it at once)
 
     def evolve(self, **changes: Any) -> LifeState:
         """A copy with `changes`: dataclasses.replace without its per-call field introspection (a simulated
@@ -93,7 +94,8 @@ class LifeState:
                 "last_trace_at": None if self.last_trace_at == -math.inf else self.last_trace_at,
                 "last_prune_at": None if self.last_prune_at == -math.inf else self.last_prune_at,
                 "last_chat_at": self.last_chat_at, "last_social_at": self.last_social_at,
-                "life_paused": self.life_paused, "slept_h": self.slept_h, "day_tone": self.day_tone}
+                "life_paused": self.life_paused, "slept_h": self.slept_h, "day_tone": self.day_tone,
+                "last_tail": self.last_tail}
 
     def part_dict(self, name: str) -> Any:
         """One of the SLOW_PARTS as to_dict writes it."""
@@ -121,7 +123,8 @@ class LifeState:
                    story=dict(raw.get("story") or {}), slept_h=raw.get("slept_h"),
                    feelings=tuple(f for f in raw.get("feelings") or () if isinstance(f, dict)),
                    # a state saved before issue 24 keeps its day's tone where the mood layer holds it
-                   day_tone=float(raw.get("day_tone", raw["mood"].get("tone", 0.0)) or 0.0))
+                   day_tone=float(raw.get("day_tone", raw["mood"].get("tone", 0.0)) or 0.0),
+                   last_tail=raw.get("last_tail"))
 
 
 # --- effects: what the caller writes -------------------------------------------------------------

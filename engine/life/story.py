@@ -24,7 +24,8 @@ PAGE_MINUTES = (1.5, 2.0)  # an ordinary reader's pace: one page every 1.5-2 min
 EPISODE_MINUTES = 45  # one episode of a drama series
 LESSON_MINUTES = 40  # one lesson of a course
 JOURNAL_MINUTES_PER_PAGE = 8  # a handwritten page with thinking between lines
-LINE_GAP_DAYS = 3  # a friend's news moves on at most every few days: life does not happen between two calls
+LINE_GAP_DAYS = 7  # a friend's news moves on at most weekly (a storyline's own `gap_days` may say more: a
+                   # pregnancy moves in months): life does not happen between two calls (issue 24)
 PLANT_WATER_DAYS = 2  # watering a plant counts toward its growth once in this many days
 
 
@@ -250,11 +251,19 @@ def advance_line(state: dict[str, Any], scene: Scene, who: Companion | None,
     people = dict(state.get("lines", {}))
     mine = dict(people.get(who.id, {"done": [], "key": None, "beat": 0, "last": None}))
     fitting = [line for line in lines if who.relation in line["for"]]
-    if mine["last"] and (today - dt.date.fromisoformat(mine["last"])).days < LINE_GAP_DAYS:
+    current_line = next((x for x in fitting if x["key"] == mine["key"]), None)
+    gap = int(current_line.get("gap_days", LINE_GAP_DAYS)) if current_line is not None else LINE_GAP_DAYS
+    if mine["last"] and (today - dt.date.fromisoformat(mine["last"])).days < gap:
+        return Told(slots)
+    if mine.get("settled"):   # a storyline that changed her life for good (she moved abroad): no new arcs at home
         return Told(slots)
     event = None
     if mine["key"] is None:
-        waiting = [fitting[i] for i in _line_order(who.id, len(fitting)) if fitting[i]["key"] not in mine["done"]]
+        # a household's storyline (the parents' kitchen) is lived once, whichever parent tells it (issue 24)
+        taken = {str(k) for p, m in people.items() if p != who.id for k in (*m.get("done", ()), m.get("key"))
+                 if k is not None}
+        waiting = [fitting[i] for i in _line_order(who.id, len(fitting)) if fitting[i]["key"] not in mine["done"]
+                   and not (fitting[i].get("shared") and fitting[i]["key"] in taken)]
         if not waiting:
             return Told(slots)
         line = waiting[0]
@@ -276,6 +285,8 @@ def advance_line(state: dict[str, Any], scene: Scene, who: Companion | None,
     if mine["beat"] == len(beats) - 1:
         event = "line_end"
         mine = {"done": [*mine["done"], line["key"]], "key": None, "beat": 0, "last": mine["last"]}
+        if line.get("settles"):
+            mine["settled"] = True
     people[who.id] = mine
     state["lines"] = people
     return Told(slots, event)
