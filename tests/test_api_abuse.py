@@ -224,6 +224,12 @@ async def test_idle_connections_past_the_limit_do_not_starve_health(tmp_path: Pa
         assert status == 200 and body["alive"] is True
         gate = harness.component.gates[0]
         assert gate.evicted >= 30 - 8 and gate.live <= 8
+        # An evicted client is answered, not reset (issue 25): a request it sends now meets the 503.
+        answers = []
+        for reader, writer in idle[:gate.evicted]:
+            writer.write(b"GET /v1/health HTTP/1.1\r\nHost: a\r\n\r\n")
+            answers.append(await asyncio.wait_for(reader.read(), 10))
+        assert answers and all(a.startswith(b"HTTP/1.1 503") for a in answers)
     finally:
         for _, writer in idle:
             writer.close()
