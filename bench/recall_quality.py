@@ -65,8 +65,10 @@ def variants(settings: MemorySettings) -> dict[str, tuple[RankParams, dict[str, 
             continue
         out[f"no_{rule}"] = (replace(full, text_weight=0.0) if rule == "keyword" else
                              replace(full, **{f"use_{rule}": False}), ON)
+    # A dialogue query (several lines) weighs the keyword lane as a one-line question does (the scale before issue 27).
+    out["dialogue_scale_1"] = (replace(full, dialogue_text_scale=1.0), ON)
     # Reciprocal-rank fusion as published (equal lane weights, k = 60) instead of the weighted sum: measured, not shipped.
-    out["with_rrf"] = (replace(full, fusion="rrf", vector_weight=1.0, text_weight=1.0), ON)
+    out["with_rrf"] = (replace(full, fusion="rrf", vector_weight=1.0, text_weight=1.0, dialogue_text_scale=1.0), ON)
     if settings.lexicon_terms == 0:
         out["with_lexicon"] = (full, {**ON, "lexicon_terms": LEXICON_ROW_TERMS})
     return out

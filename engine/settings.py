@@ -101,7 +101,7 @@ class MemorySettings:
     candidate_multiplier: int = 4
     vector_weight: float = 0.7
     text_weight: float = 0.025
-    dialogue_text_scale: float = 1.0
+    dialogue_text_scale: float = 28.0
     decay_half_life_days: float = 30.0
     mmr_lambda: float = 0.7
     min_score: float = 0.0
