@@ -79,6 +79,9 @@ def willingness(sociability: float, valence: float, arousal: float) -> float:
     return min(1.0, max(0.0, raw))
 
 
+ASKED_RELEVANCE = 0.5  # half the shorter side's words shared: the user named the event, not just "你下午干嘛了"
+
+
 def relevance(query: str | None, text: str) -> float:
     if not query or not query.strip():
         return 0.0
@@ -106,7 +109,8 @@ def decide(candidates: Sequence[Candidate], query: str | None, *, sociability: f
     """Zero or one life event to offer now, with the reason.
 
     `user_low`: she is still moved by bad news the user told her (engine/feelings.py, issue 24); she holds her
-    trivial news back (`not_in_the_mood`) rather than offer a commute sentence to someone grieving.
+    trivial news back (`not_in_the_mood`) rather than offer a commute sentence to someone grieving; an event
+    the user asks about by name (relevance >= `ASKED_RELEVANCE`) is an answer, not trivial news, and still comes.
     """
     if not enabled:
         return Decision("sharing_off")
@@ -118,7 +122,9 @@ def decide(candidates: Sequence[Candidate], query: str | None, *, sociability: f
     if not pool:
         return Decision("nothing_fits")  # every recent event was offered recently or often enough
     will = willingness(sociability, valence, arousal)
-    if will < policy.min_willingness or user_low:
+    if user_low:
+        pool = [c for c in pool if relevance(query, c.text) >= ASKED_RELEVANCE]
+    if will < policy.min_willingness or not pool:
         return Decision("not_in_the_mood", willingness=will)
     scored = []
     for c in pool:

@@ -203,3 +203,6 @@ def test_she_holds_trivial_sharing_back_while_the_user_is_low() -> None:
     kwargs = {"sociability": 0.9, "valence": 0.5, "arousal": 0.3, "now": 60.0, "last_offer_at": None}
     assert decide(pool, "你下午干嘛了", **kwargs).reason == "offered"
     assert decide(pool, "你下午干嘛了", user_low=True, **kwargs).reason == "not_in_the_mood"
+    # asked about that very thing, she answers even while the user is low
+    asked = decide(pool, "你今天坐地铁去工作室了吗，路上多久", user_low=True, **kwargs)
+    assert asked.reason == "offered" and asked.life_event_id == 1
