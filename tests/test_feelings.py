@@ -199,6 +199,7 @@ def test_she_holds_trivial_sharing_back_while_the_user_is_low() -> None:
     grief = feel.shown(_felt_after(GRIEF), 3600.0)
     assert user_is_low(grief) and not user_is_low(feel.shown(_felt_after(GOOD), 0.0))
     assert not user_is_low(feel.shown(_felt_after(GRIEF), 7 * DAY))   # days later she shares again
+    assert not user_is_low(feel.shown(_felt_after("今天好累啊"), 0.0))   # a tired user still hears about her day
     pool = [Candidate(life_event_id=1, text="坐地铁去工作室，路上四十分钟", ts=0.0, offers=0, last_offered_at=None)]
     kwargs = {"sociability": 0.9, "valence": 0.5, "arousal": 0.3, "now": 60.0, "last_offer_at": None}
     assert decide(pool, "你下午干嘛了", **kwargs).reason == "offered"

@@ -53,13 +53,14 @@ class Receipt:
     created: bool  # False: the same turn sent this receipt before (nothing was written now)
 
 
-# A feeling about the user's bad news at least this strong holds her small news back (issue 24).
-USER_LOW_AT = 0.3
-LOW_WORDS = frozenset(k.name_zh for k in feel.table().kinds.values() if k.sign == "neg")
+# Grief or fear about the user's bad news at least this strong holds her small news back (issue 24); a user who
+# only says he is tired (心疼 0.45, 担心 0.33) still hears about her day.
+USER_LOW_AT = 0.5
+LOW_WORDS = frozenset(feel.name_zh(k) for k in ("sad", "worried"))
 
 
 def user_is_low(shown: Any) -> bool:
-    """Whether she feels for the user's bad news now: a sad/anxious feeling whose cause the user told her."""
+    """Whether she is still moved by the user's bad news: grief or worry (>= USER_LOW_AT) whose cause he told her."""
     return any(f["cause"].startswith("你") and f["intensity"] >= USER_LOW_AT and f["name_zh"] in LOW_WORDS
                for f in shown)
 
