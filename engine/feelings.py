@@ -203,6 +203,15 @@ def words_zh(feelings: Sequence[Feeling], now: float, tab: Table | None = None) 
     return [tab.kinds[f["name"]].name_zh for f in felt if float(f["i"]) >= top / 3.0][: tab.max_words]
 
 
+def label_en(feelings: Sequence[Feeling], now: float, tab: Table | None = None) -> str | None:
+    """The English mood label when a named feeling stands out (its key: "sad", "let down"), else None.
+
+    The PAD octant label alone called her "slightly disdainful" right after the user's grandmother died (issue
+    23): the feeling with its cause is the truer word, so the compatibility field follows it when there is one."""
+    felt = current(feelings, now, tab or table())
+    return str(felt[0]["name"]).replace("_", " ") if felt else None
+
+
 def shown(feelings: Sequence[Feeling], now: float, tab: Table | None = None) -> list[dict[str, Any]]:
     """The feelings as /v1/state shows them: [{"name_zh", "intensity", "cause"}], strongest first."""
     tab = tab or table()

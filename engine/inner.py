@@ -210,7 +210,7 @@ def _mood_dict(ctx: LifeContext, life: LifeState, now: float) -> dict[str, Any]:
     v, a, d = mood_model.values(mood, ctx.mp)
     e = energy_model.level(life.energy, energy_params(ctx.settings, ctx.persona, now), max(now, life.energy.at))
     return {"v": round(v, 4), "a": round(a, 4), "d": round(d, 4), "e": round(e, 4),
-            "label": mood_model.label(v, a, d), "words_zh": feel.words_zh(life.feelings, now),
+            "label": feel.label_en(life.feelings, now) or mood_model.label(v, a, d), "words_zh": feel.words_zh(life.feelings, now),
             "feelings": feel.shown(life.feelings, now)}
 
 
