@@ -71,13 +71,19 @@ class RateLimitedLog:
 def connection_limit(max_connections: int, fd_reserve: int, soft_nofile: int | None = None,
                      open_fds: int | None = None) -> int:
     """How many connections the gate holds: the setting, capped so `fd_reserve` descriptors stay free."""
+    room = _descriptor_room(fd_reserve, soft_nofile, open_fds)
+    return max_connections if room is None else max(MIN_CONNECTIONS, min(max_connections, room))
+
+
+def _descriptor_room(fd_reserve: int, soft_nofile: int | None, open_fds: int | None) -> int | None:
+    """Descriptors this process may still open beyond `fd_reserve`; None when its limit is infinite."""
     if soft_nofile is None:
         soft_nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft_nofile == resource.RLIM_INFINITY:
-        return max_connections
+        return None
     if open_fds is None:
         open_fds = _open_fds()
-    return max(MIN_CONNECTIONS, min(max_connections, soft_nofile - open_fds - fd_reserve))
+    return soft_nofile - open_fds - fd_reserve
 
 
 LINGER_S = 1.0  # an evicted connection stays half-closed this long, so its client reads the 503, not a reset
@@ -86,13 +92,8 @@ LINGER_S = 1.0  # an evicted connection stays half-closed this long, so its clie
 def linger_capacity(limit: int, fd_reserve: int, soft_nofile: int | None = None, open_fds: int | None = None) -> int:
     """How many refused sockets may linger at once: the descriptors left after the limit and the reserve
     (beyond that a refusal closes at once, which may reset its client, rather than risk EMFILE)."""
-    if soft_nofile is None:
-        soft_nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if soft_nofile == resource.RLIM_INFINITY:
-        return MAX_LINGERING
-    if open_fds is None:
-        open_fds = _open_fds()
-    return max(0, min(MAX_LINGERING, soft_nofile - open_fds - fd_reserve - limit))
+    room = _descriptor_room(fd_reserve, soft_nofile, open_fds)
+    return MAX_LINGERING if room is None else max(0, min(MAX_LINGERING, room - limit))
 
 
 def _open_fds() -> int:
