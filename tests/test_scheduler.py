@@ -121,3 +121,17 @@ def test_the_calendar_runs_in_her_zone_and_an_empty_line_turns_a_job_off() -> No
     after = datetime(2026, 6, 10, 0, 0, tzinfo=UTC)
     at: Any = triggers[CONSOLIDATE].get_next_fire_time(None, after)
     assert at.astimezone(UTC) == datetime(2026, 6, 10, 19, 0, tzinfo=UTC)  # 03:00 in Shanghai
+
+
+async def test_a_host_has_one_calendar_whose_firing_queues_the_job_in_every_companion(tmp_path: Path) -> None:
+    from tests.test_host import advance, served
+
+    # T0 is 04:26:40 in her zone (Asia/Shanghai): the default nightly snapshot is due at 04:30.
+    async with served(tmp_path, "a1", "b2", "c3") as (host, clock):
+        assert host.calendar is not None
+        await advance(host, clock, 300, step=30)
+        await host.calendar.settled()
+        assert dict(host.calendar.fired) == {maintenance.SNAPSHOT: 1}
+        assert [e["queued"] for e in host.log.named("calendar.fired")] == [3]
+    for handle in ("a1", "b2", "c3"):
+        assert _queued(tmp_path / f"{handle}.db") == {maintenance.SNAPSHOT: 1}
