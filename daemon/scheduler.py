@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, tzinfo
@@ -105,6 +106,8 @@ class Calendar:
 
     def start(self) -> None:
         use_clock(self.clock)
+        # apscheduler's own lines are prose ("Running job ..."); ours are events (calendar.fired, calendar.missed).
+        logging.getLogger("apscheduler").setLevel(logging.ERROR)
         scheduler = AsyncIOScheduler(timezone=ZoneInfo(self.settings.life.tz), job_defaults={
             "coalesce": True, "max_instances": 1, "misfire_grace_time": int(self.settings.maintenance.misfire_grace_s)})
         scheduler.add_listener(self._on_event, EVENT_JOB_SUBMITTED | EVENT_JOB_EXECUTED | EVENT_JOB_ERROR
