@@ -21,8 +21,8 @@ fires at the next beat, not when the old timer runs out; after a backward step i
 nothing twice (a run time it passed is behind its next one).
 
 One scheduler per process: a host of 1,000 companions has one job per kind that fans out over her
-open companions (one DB call each, one after another: bounded CPU, a few times a night), not
-thousands of apscheduler jobs.
+open companions (on one thread, one after another: bounded CPU and threads, a few times a night),
+not thousands of apscheduler jobs.
 """
 
 from __future__ import annotations
@@ -155,16 +155,38 @@ class Calendar:
             self._settled.set()
 
     async def _fire(self, kind: str) -> None:
-        """Queue `kind` in every open companion, one after another (a thousand DB calls, not a thousand at once)."""
+        """Queue `kind` in every open companion: on ONE thread, one after another, like the beat lane.
+
+        A DB call each through her own connection's thread would start a thread per companion (a
+        thousand at once on a host); `run_if_free` uses her connection from this one thread when it is
+        idle, and only a companion whose connection is busy gets hers queued on her own thread.
+        """
         now = self.clock.now()
+        targets = self.targets()
+
+        def on_one_thread() -> list[tuple[bool, int | None, BaseException | None]]:
+            out: list[tuple[bool, int | None, BaseException | None]] = []
+            for _, store in targets:
+                try:
+                    ran, job_id = store.run_if_free(enqueue_calendar, kind, now, self.settings)
+                    out.append((ran, job_id, None))
+                except Exception as exc:  # one companion's full disk must not skip the others
+                    out.append((True, None, exc))
+            return out
+
         queued = failed = 0
-        for handle, store in self.targets():
-            try:
-                if await store.call(enqueue_calendar, kind, now, self.settings) is not None:
-                    queued += 1
-            except Exception as exc:  # one companion's full disk or closed file must not skip the others
+        for (handle, store), (ran, job_id, error) in zip(targets, await asyncio.to_thread(on_one_thread),
+                                                         strict=True):
+            if not ran:  # her connection was busy (or she closed meanwhile): her own thread queues it
+                try:
+                    job_id = await store.call(enqueue_calendar, kind, now, self.settings)
+                except Exception as exc:
+                    error = exc
+            if error is not None:
                 failed += 1
-                self.log.warning("calendar.enqueue_failed", kind=kind, handle=handle, error=type(exc).__name__)
+                self.log.warning("calendar.enqueue_failed", kind=kind, handle=handle, error=type(error).__name__)
+            elif job_id is not None:
+                queued += 1
         self.fired[kind] += 1
         self.log.info("calendar.fired", kind=kind, queued=queued, failed=failed)
 
