@@ -19,8 +19,9 @@ aiosqlite was measured again for issue 26 with its thread started only while her
 (her sqlite3 connection kept open, lent to aiosqlite; the thread stopped after N s without a call),
 bench/many.py at 1,000 companions paired against this pool on the loaded 2-core dev machine: with
 N = 5 s idle CPU 3.31 % of a core against 1.88 % (300 s idle window), with N = 60 s 4.79 % against
-3.53 % (180 s window) and 126 threads alive, RSS +26 MB, 1,000 threads at start; heartbeat lag and
-context latency no better (lag p99 394 against 243 ms at N = 5 s, the machine's load swinging 7-14).
+3.53 % (180 s window) and 126 threads alive, RSS +26 MB, 1,000 threads at start; heartbeat lag no
+better (p99 394 against 243 ms at N = 5 s, 190 against 187 ms at 60 s). Chat latency differed with the
+machine's load (load average 5.6 in the aiosqlite run, 9.8 in the pool's), not comparable there.
 Starting and stopping a thread per burst costs more CPU than the pool's shared threads, so the pool stays.
 """
 
