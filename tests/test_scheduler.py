@@ -135,3 +135,14 @@ async def test_a_host_has_one_calendar_whose_firing_queues_the_job_in_every_comp
         assert [e["queued"] for e in host.log.named("calendar.fired")] == [3]
     for handle in ("a1", "b2", "c3"):
         assert _queued(tmp_path / f"{handle}.db") == {maintenance.SNAPSHOT: 1}
+
+
+def test_a_bad_crontab_line_is_a_one_line_config_error_naming_the_key() -> None:
+    import pytest
+
+    from engine.errors import ConfigError
+    from engine.settings import parse_settings
+
+    with pytest.raises(ConfigError, match=r'\[maintenance\] snapshot_cron must be a crontab line .* got .61 4 \* \* \*.'):
+        parse_settings('[maintenance]\nsnapshot_cron = "61 4 * * *"\n')
+    assert parse_settings('[maintenance]\nintegrity_cron = ""\n').maintenance.integrity_cron == ""
