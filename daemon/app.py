@@ -32,6 +32,7 @@ from daemon.components import COMPONENTS
 from daemon.config import live_reload, load_settings
 from daemon.db import AsyncStore
 from daemon.logs import configure_logging, get_logger
+from daemon.scheduler import Calendar
 from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from engine.companion import create_companion
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
@@ -164,6 +165,7 @@ class Daemon:
         self._beat_lock = asyncio.Lock()
         self._rescheduled = asyncio.Event()
         self.checkpointer: WalCheckpointer | None = None
+        self.calendar: Calendar | None = None  # cron firings in her zone (daemon/scheduler.py); beats are not on it
         self._last_beat_mono = 0.0  # when the previous beat ran (monotonic), for loop lag
         self._prev_wall = 0.0  # the wall and monotonic readings of the previous beat, read together,
         self._prev_mono = 0.0  # so the next beat can tell a wall-clock step from time passing
@@ -205,6 +207,8 @@ class Daemon:
             for part in self.parts:
                 await part.start(ctx)
                 self.log.info("component.started", component=part.name)
+            self.calendar = Calendar(self.settings, self.clock, lambda: [("", store)], self.log)
+            self.calendar.start()
             self._prev_wall, self._prev_mono = now, mono
             self._last_beat_mono = self.clock.monotonic()
             self.beat_task = asyncio.create_task(self._beat_loop(), name="heartbeat")
@@ -291,6 +295,8 @@ class Daemon:
                                    detail=str(exc)[:200])
             ctx.last_beat_at = now
             ctx.loop_lag_ms = lag_ms
+            if self.calendar is not None:
+                self.calendar.nudge()  # what her clock says is due now (a stepped wall clock moves it)
             try:
                 await ctx.store.call(_record_beat, now, time.time(), lag_ms)
             except StorageFullError:  # her heart (and the watchdog) go on while the disk is full
@@ -368,6 +374,8 @@ class Daemon:
             self.ctx.settings = merged
         if interval_changed:
             self._rescheduled.set()
+        if self.calendar is not None:
+            self.calendar.reschedule(merged)
         self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
                       log_format=merged.log.format, log_level=merged.log.level)
         if needs_restart:
@@ -392,6 +400,8 @@ class Daemon:
                             self.log.error("component.stop_failed", component=part.name, error=type(exc).__name__)
         except TimeoutError:
             self.log.warning("daemon.drain_timeout", seconds=DRAIN_TIMEOUT_S)
+        if self.calendar is not None:
+            await self.calendar.stop()
         # Every step below is bounded and may fail (a full disk): a stop always completes.
         if self.checkpointer is not None:
             try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from daemon.registry import valid_handle
 
-SIDE_FILES = ("-wal", "-shm", "-journal", ".lock", ".stop", ".sock")  # ours or SQLite's: never "ignored"
+SIDE_FILES = ("-wal", "-shm", "-journal", ".lock", ".stop", ".sock", ".snapshots")  # ours or SQLite's: never "ignored"
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,14 @@ from daemon.clock import Clock
 from daemon.companions_dir import list_directory
 from daemon.component import DaemonContext
 from daemon.config import live_reload, load_settings
+from daemon.db import AsyncStore
 from daemon.index_queue import IndexQueue
 from daemon.lag_stats import LagStats
 from daemon.logs import configure_logging, get_logger
 from daemon.malloc_trim import TRIM_EVERY_S, fix_mmap_threshold, trim
 from daemon.priority import InteractiveGate
 from daemon.runtime import CompanionRuntime, Shared
+from daemon.scheduler import Calendar
 from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from daemon.worker import SharedWorker
 from engine.errors import AnimaError, ConfigError, LockedError
@@ -123,6 +125,7 @@ class Host:
         self._timer: asyncio.TimerHandle | None = None
         self._watching: asyncio.Future[None] | None = None
         self._timers_on = False  # run(): beats come from the timer; tests drive tick() with a FakeClock
+        self.calendar: Calendar | None = None  # one apscheduler for the host, each firing fans out (daemon/scheduler.py)
 
     # -- CompanionRegistry -------------------------------------------------------------------------
     @property
@@ -173,6 +176,8 @@ class Host:
         self.lane = BeatLane(asyncio.get_running_loop())
         self.lane.start()
         await self.scan(retry_faults=True)
+        self.calendar = Calendar(self.companion_settings, self.clock, self._calendar_targets, self.log)
+        self.calendar.start()
         await asyncio.to_thread(trim)  # what opening a thousand files freed
         if self.with_api:
             self.api_server = await start_api(self)
@@ -276,8 +281,13 @@ class Host:
         if background and mono >= self._next_trim and (self._trimming is None or self._trimming.done()):
             self._next_trim = mono + TRIM_EVERY_S
             self._trimming = asyncio.ensure_future(asyncio.to_thread(trim))
+        if self.calendar is not None:
+            self.calendar.nudge()  # what her clock says is due now (a stepped wall clock moves it)
         if beats:
             self.launch_due(mono)
+
+    def _calendar_targets(self) -> list[tuple[str, AsyncStore]]:
+        return [(handle, rt.ctx.store) for handle, rt in self.runtimes.items() if rt.ctx is not None]
 
     async def _watch_scan(self) -> None:
         """The directory watch: a full scan only when the directory may have changed since the last one.
@@ -456,6 +466,8 @@ class Host:
                 apply_cache_budget(merged)  # lowering it evicts now
             self.settings = merged
             hers = self.companion_settings = companion_settings(merged)
+            if self.calendar is not None:
+                self.calendar.reschedule(hers)
             for runtime in self.runtimes.values():
                 runtime.settings = hers
                 if runtime.ctx is not None:
@@ -492,6 +504,8 @@ class Host:
         if self.api_server is not None:
             await self.api_server.stop()
             self.api_server = None
+        if self.calendar is not None:
+            await self.calendar.stop()
         if self.shared is not None:
             await self.shared.worker.stop(self.log)
         drained = time.monotonic()

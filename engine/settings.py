@@ -172,6 +172,20 @@ class ApiSettings:
 
 
 @dataclass(frozen=True)
+class MaintenanceSettings:
+    """What the calendar (daemon/calendar.py, apscheduler) runs in her zone: crontab lines, "" turns one off.
+
+    Day-of-week by name ("sun"): apscheduler counts 0 as Monday, crontab as Sunday.
+    """
+
+    snapshot_cron: str = "30 4 * * *"  # a verified snapshot of her file, nightly
+    snapshot_keep: int = 7  # how many snapshots stay beside her file (<db>.snapshots/), the oldest go first
+    integrity_cron: str = "45 4 * * sun"  # PRAGMA integrity_check of her file, weekly
+    retention_cron: str = "15 4 * * *"  # trace points older than [life] trace_retention_days are dropped
+    misfire_grace_s: float = 21600.0  # a firing missed by downtime runs once if the daemon is back within this
+
+
+@dataclass(frozen=True)
 class ModelSettings:
     """The one chat model (any OpenAI-compatible API): chat replies and the consolidation operator use it."""
 
@@ -222,6 +236,7 @@ class Settings:
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
     model: ModelSettings = field(default_factory=ModelSettings)
     chat: ChatSettings = field(default_factory=ChatSettings)
+    maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
 
 
 # Checks beyond the type: (section, key) -> (predicate, what a valid value is).
@@ -286,6 +301,11 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("daemon", "watch_s"): (lambda v: v == 0 or 0.5 <= v <= 3600, "0 (SIGHUP only) or seconds from 0.5 to 3600"),
     ("daemon", "cache_budget_mb"): (lambda v: 16 <= v <= 1_048_576, "megabytes from 16 to 1048576"),
     ("consolidation", "cron_hour"): (lambda v: 0 <= v <= 23, "an hour from 0 to 23"),
+    ("maintenance", "snapshot_cron"): (lambda v: _is_crontab(v), 'a crontab line such as "30 4 * * *", or ""'),
+    ("maintenance", "integrity_cron"): (lambda v: _is_crontab(v), 'a crontab line such as "45 4 * * sun", or ""'),
+    ("maintenance", "retention_cron"): (lambda v: _is_crontab(v), 'a crontab line such as "15 4 * * *", or ""'),
+    ("maintenance", "snapshot_keep"): (lambda v: 1 <= v <= 365, "an integer from 1 to 365"),
+    ("maintenance", "misfire_grace_s"): (lambda v: 0 < v <= 7 * 86400, "seconds from 1 to 604800"),
     ("model", "timeout_s"): (lambda v: 0.1 <= v <= 3600, "a number of seconds from 0.1 to 3600"),
     ("model", "connect_timeout_s"): (lambda v: 0.1 <= v <= 300, "a number of seconds from 0.1 to 300"),
     ("model", "max_tokens"): (lambda v: 0 <= v <= 1_000_000, "0 (the model's own limit) or a token count"),
@@ -294,6 +314,19 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("chat", "told_min_overlap"): (lambda v: 0 < v <= 1, "a fraction above 0, at most 1"),
     ("chat", "repeat_window_s"): (lambda v: 0 <= v <= 86400, "a number of seconds from 0 to 86400"),
 }
+
+
+def _is_crontab(value: str) -> bool:
+    """"" (off) or five crontab fields apscheduler's CronTrigger accepts."""
+    if value == "":
+        return True
+    from apscheduler.triggers.cron import CronTrigger
+
+    try:
+        CronTrigger.from_crontab(value, timezone="UTC")
+    except ValueError:
+        return False
+    return True
 
 
 def _is_city(name: Any) -> bool:

@@ -13,6 +13,7 @@ from engine.consolidate.run import JOB_KIND
 from engine.jobs import registry, runner, schedule
 from engine.memory.ingest import TurnInput, record_turn
 from engine.settings import ConsolidationSettings, LifeSettings, Settings
+from engine.store.core import set_control
 from tests.memory_helpers import embedder, fresh_db
 
 T0 = 1_785_000_000.0  # 2026-07-25 17:20 UTC = 01:20 Asia/Shanghai
@@ -26,8 +27,8 @@ def conn(tmp_path: Path) -> Any:
     c.close()
 
 
-def test_the_registry_knows_consolidation_and_names_the_known_kinds_for_an_unknown_one() -> None:
-    assert registry.kinds() == [JOB_KIND]
+def test_the_registry_knows_consolidation_and_maintenance_and_names_the_known_kinds_for_an_unknown_one() -> None:
+    assert registry.kinds() == sorted([JOB_KIND, "integrity_check", "snapshot", "trace_retention"])
     assert registry.handler_for(JOB_KIND) is registry.HANDLERS[JOB_KIND]
     with pytest.raises(registry.UnknownJobKindError, match=r"'reindex'.*consolidate"):
         registry.handler_for("reindex")
@@ -69,17 +70,26 @@ def _settings(tz: str, cron_hour: int) -> Settings:
                    consolidation=ConsolidationSettings(cron_hour=cron_hour, min_new_episodes=50))
 
 
-def test_the_cron_hour_is_her_life_zone_hour_whatever_her_birth_zone(conn: Any) -> None:
+def test_the_cron_hour_is_the_calendars_and_the_beat_leaves_it_alone(conn: Any) -> None:
     _with_backlog(conn)
     at_three_in_shanghai = T0 + 2 * HOUR  # 19:20 UTC
     assert schedule.her_local_hour(at_three_in_shanghai, "Asia/Shanghai") == 3
-    assert schedule.enqueue_due(conn, at_three_in_shanghai, _settings("UTC", 3)) is None
-    due = schedule.enqueue_due(conn, at_three_in_shanghai, _settings("Asia/Shanghai", 3))
+    # A beat at her cron hour queues nothing: the hour is the calendar's (daemon/scheduler.py, in her zone).
+    assert schedule.enqueue_due(conn, at_three_in_shanghai, _settings("Asia/Shanghai", 3)) is None
+    due = schedule.enqueue_due(conn, at_three_in_shanghai, _settings("Asia/Shanghai", 3), at_cron=True)
     assert due is not None and (due.kind, due.trigger, due.backlog) == (JOB_KIND, "cron", 2)
     assert jobs.get_job(conn, due.job_id)["payload"] == {"trigger": "cron"}
-    # Due again a beat later: the open job is reused, not doubled.
-    again = schedule.enqueue_due(conn, at_three_in_shanghai + 15, _settings("Asia/Shanghai", 3))
-    assert again is not None and again.job_id == due.job_id and len(jobs.list_jobs(conn)) == 1
+    # Fired again: the open job is reused, not doubled.
+    again = schedule.enqueue_calendar(conn, JOB_KIND, at_three_in_shanghai + 15, _settings("Asia/Shanghai", 3))
+    assert again == due.job_id and len(jobs.list_jobs(conn)) == 1
+
+
+def test_a_calendar_firing_obeys_her_consolidation_switch(conn: Any) -> None:
+    _with_backlog(conn)
+    set_control(conn, "consolidation", False, T0, actor="test")
+    assert schedule.enqueue_calendar(conn, JOB_KIND, T0, _settings("UTC", 3)) is None
+    assert schedule.enqueue_calendar(conn, "snapshot", T0, _settings("UTC", 3)) is not None
+    assert [j["kind"] for j in jobs.list_jobs(conn)] == ["snapshot"]
 
 
 def test_nothing_is_due_without_a_backlog(conn: Any) -> None:

@@ -18,6 +18,7 @@ from engine.consolidate import operator_model
 from engine.consolidate.run import JOB_KIND as CONSOLIDATE
 from engine.consolidate.run import consolidate_once
 from engine.errors import InputError
+from engine.jobs import maintenance
 from engine.jobs.lease import Job
 from engine.settings import Settings
 from engine.store.core import controls as stored_controls
@@ -46,8 +47,16 @@ def _consolidate(conn: Any, job: Job, runtime: JobRuntime, now: float) -> dict[s
                             slow_s=runtime.slow_s)
 
 
+def _maintenance(run: Callable[[Any, Job, Settings, float], dict[str, Any]]) -> Handler:
+    """A maintenance handler (engine/jobs/maintenance.py) needs only the settings of the runtime."""
+    return lambda conn, job, runtime, now: run(conn, job, runtime.settings, now)
+
+
 HANDLERS: Mapping[str, Handler] = MappingProxyType({
     CONSOLIDATE: _consolidate,
+    maintenance.SNAPSHOT: _maintenance(maintenance.run_snapshot),
+    maintenance.INTEGRITY: _maintenance(maintenance.run_integrity_check),
+    maintenance.RETENTION: _maintenance(maintenance.run_trace_retention),
 })
 
 
