@@ -388,10 +388,18 @@ def _section_type(f: dataclasses.Field[Any]) -> type:
     return typing.cast(type, hints[f.name])
 
 
+# Keys that once existed and now do nothing: an existing config.toml that still sets one loads unchanged.
+RETIRED: dict[tuple[str, str], str] = {
+    ("memory", "update_boost_present"): "issue 27: supersession lifts the newer statement instead of boosting it",
+}
+
+
 def _build_section(section_type: type, name: str, values: dict[str, Any], source: str) -> Any:
     hints = typing.get_type_hints(section_type)
     accepted = {}
     for key, value in values.items():
+        if (name, key) in RETIRED:
+            continue
         if key not in hints:
             known = ", ".join(sorted(hints))
             raise ConfigError(f"{source}: [{name}] unknown key {key!r} (known: {known})")

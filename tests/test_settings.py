@@ -70,3 +70,8 @@ def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     result = run_anima("--config", str(tmp_path / "nope.toml"), "status")
     assert result.code == 2
     assert "config file not found" in result.err
+
+
+def test_a_retired_key_in_an_old_config_still_loads_and_does_nothing() -> None:
+    """update_boost_present (before issue 27's supersession) in an operator's config must not stop the daemon."""
+    assert parse_settings("[memory]\nupdate_boost_present = 0.3\n") == Settings()

@@ -72,7 +72,8 @@ def test_a_slot_is_named_by_informative_words_not_by_numbers_or_dates():
     ("where do I live now", True),
     ("我以前住哪", False), ("刚认识的时候我住哪", False), ("我那只鸟当初多少钱买的", False),
     ("我之前养的那只鸟是啥品种来着", False), ("我还记得那首歌吗", False), ("我喜欢吃什么还是喝什么", False),
-    ("我一个月到手多少", False), ("我最近在干嘛\n你猜", False),
+    ("我一个月到手多少", False), ("我最近在干嘛\n你猜", False), ("我还很喜欢听音乐，特别是民谣", False),
+    ("你还抽烟吗？", True),
 ])
 def test_a_question_about_now_is_told_from_one_about_the_past(query, expected):
     assert supersede.asks_about_now(query) is expected

@@ -29,8 +29,9 @@ from engine.memory.tokens import term_idf, word_tokens
 # Generic particles (还是, 了吗, 没有) are left out: in a running dialogue they are everywhere (MADial-Bench lost 2 points).
 NOW_CUES = ("现在", "最近", "目前", "如今", "这阵子", "近来", "还在", "了没", "今年", "now", "currently", "lately",
             "these days", "still", "anymore", "latest", "recently")
-# 还 before a verb asks whether a state still holds ("我还抽烟不"); not 还是 (or), 还有 (also), 还记得 (remember).
-_STILL = re.compile("还(?![是有记要没好行可])")
+# 还 before a verb in a question's last clause asks whether a state still holds ("我还抽烟不"); not 还是 (or),
+# 还有 (also), 还记得 (remember), and not in a statement ("我还很喜欢听音乐": a fifth of MemoryBank's user lines hold 还).
+_STILL = re.compile("还(?![是有记要没好行可])[^，,。.！!？?]*(?:吗|不|没|没有|呢|[?？])$")
 # Markers of a question about the past: the old statement is the answer, nothing is superseded.
 PAST_MARKERS = ("以前", "之前", "原来", "当初", "刚认识", "那时", "那会", "过去", "曾经", "上次", "第一次", "小时候",
                 "去年", "从前", "来着", "used to", "before", "back then", "first time", " ago")
@@ -53,7 +54,7 @@ def asks_about_now(query: str, tail_chars: int = 40) -> bool:
     if "\n" in query.strip() or asks_about_past(query):
         return False
     tail = query[-tail_chars:].lower()
-    return any(cue in tail for cue in NOW_CUES) or bool(_STILL.search(tail))
+    return any(cue in tail for cue in NOW_CUES) or bool(_STILL.search(tail.strip()))
 
 
 def asks_about_present(query: str, about_self: bool, has_window: bool, present_default: bool) -> bool:
