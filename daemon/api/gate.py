@@ -153,6 +153,7 @@ class ConnectionGate:
         self._closed = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._lingering: dict[socket.socket, asyncio.TimerHandle] = {}  # refused, half-closed, closing soon
+        self._evicted_lingering = 0  # evicted idle connections still held open for LINGER_S
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -270,8 +271,21 @@ class ConnectionGate:
         except OSError:
             handler.force_close()
             return
+        if self._lingering_count() >= self.linger_cap:
+            handler.force_close()  # idle: nothing unread, so closing now cannot reset; the fds are what is short
+            return
+        self._evicted_lingering += 1
+
+        def finish() -> None:
+            self._evicted_lingering -= 1
+            handler.force_close()
+
         assert self._loop is not None
-        self._loop.call_later(LINGER_S, handler.force_close)
+        self._loop.call_later(LINGER_S, finish)
+
+    def _lingering_count(self) -> int:
+        """Sockets held only to let a 503 be read (refused at accept, or evicted while idle): each holds a descriptor."""
+        return len(self._lingering) + self._evicted_lingering
 
     def _refuse(self, conn: socket.socket, linger: bool = True) -> None:
         """Answer the fixed 503 at accept. The socket is half-closed and lingers (drained, unread) so the
@@ -281,7 +295,7 @@ class ConnectionGate:
         try:
             conn.setblocking(False)
             conn.send(SHED_RESPONSE)
-            if linger and self._loop is not None and len(self._lingering) < self.linger_cap:
+            if linger and self._loop is not None and self._lingering_count() < self.linger_cap:
                 conn.shutdown(socket.SHUT_WR)
                 self._linger(conn)
                 return
