@@ -125,6 +125,14 @@ def test_sun_times_are_ordered_and_phases_follow_them_for_any_date_and_city(day:
         assert phase_at(instant, home) is phase
 
 
+def test_a_sunrise_on_the_utc_day_boundary_is_found() -> None:
+    # 成都's sunrise is near 08:00 local (00:00 UTC) in late January: astral alone fails on 2000-01-24.
+    light = daylight_on(D("2000-01-24"), city("成都"))
+    assert light.sunrise.date() == D("2000-01-24") and dt.time(7, 55) < light.sunrise.time() < dt.time(8, 5)
+    assert abs(light.sunrise - daylight_on(D("2000-01-23"), city("成都")).sunrise - dt.timedelta(days=1)) < \
+        dt.timedelta(minutes=2)
+
+
 def test_a_naive_instant_is_a_clear_error() -> None:
     with pytest.raises(InputError, match="no time zone"):
         phase_at(dt.datetime(2026, 3, 20, 12, 0), HANGZHOU)

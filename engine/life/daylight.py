@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from astral import Observer
-from astral.sun import sun
+from astral.sun import dawn, dusk, sunrise, sunset
 
 from engine.errors import InputError
 from engine.life.place import City
@@ -46,11 +47,36 @@ class Daylight:
 
 def daylight_on(date: dt.date, city: City) -> Daylight:
     """Sun times of `date` in `city`, aware datetimes in the city's zone. Pure (astral computes, nothing is fetched)."""
+    observer = Observer(latitude=city.lat, longitude=city.lon)
     try:
-        times = sun(Observer(latitude=city.lat, longitude=city.lon), date=date, tzinfo=city.zoneinfo)
+        return Daylight(date=date, dawn=_local_event(dawn, observer, date, city),
+                        sunrise=_local_event(sunrise, observer, date, city),
+                        sunset=_local_event(sunset, observer, date, city), dusk=_local_event(dusk, observer, date, city))
     except ValueError as exc:  # polar day or night: astral cannot place a sunrise
         raise InputError(f"{city.name} has no sunrise or sunset on {date.isoformat()} ({exc})") from exc
-    return Daylight(date=date, dawn=times["dawn"], sunrise=times["sunrise"], sunset=times["sunset"], dusk=times["dusk"])
+
+
+def _local_event(event: Any, observer: Observer, date: dt.date, city: City) -> dt.datetime:
+    """The sun event that falls on `date` in the city's zone.
+
+    astral 3.2 fails (or answers the next day's event) when the event sits on the UTC day boundary (成都's
+    sunrise near 08:00 local = 00:00 UTC: asked for 2000-01-24 it gives the 25th's). So compute in UTC over the
+    three UTC dates a local date can touch and keep the one on the local date; if none lands there, the nearest
+    one moved by whole days (a sun event drifts under two minutes a day, far below what her day can tell)."""
+    found: list[dt.datetime] = []
+    for offset in (-1, 0, 1):
+        try:
+            at = event(observer, date=date + dt.timedelta(days=offset), tzinfo=dt.UTC)
+        except ValueError:
+            continue
+        local: dt.datetime = at.astimezone(city.zoneinfo)
+        if local.date() == date:
+            return local
+        found.append(local)
+    if not found:
+        raise ValueError(f"no {getattr(event, '__name__', 'sun event')} on {date.isoformat()}")
+    nearest = min(found, key=lambda t: abs((t.date() - date).days))
+    return nearest - dt.timedelta(days=(nearest.date() - date).days)
 
 
 def _require_aware(instant: dt.datetime) -> None:
