@@ -8,7 +8,14 @@ requests; 1,100 idle connections at a 1024 file limit leave /v1/health answering
 log under 1 MB; a full disk is a 503 state with a bounded WAL and a stop that completes; wall-clock
 steps never stop the heartbeat or the watchdog.
 
-Usage: python bench/chaos.py [--cycles 200] [--fuzz 10000] [--idle 1100] [--only kill,fuzz,idle,disk,clock]
+The operator faults of issue 25 are parts too (bench/chaos_ops.py and chaos_live.py): kills inside
+`anima restore` and `export --force` (the path never empty, nothing restorable lost), forget under
+Litestream replication (0 forgotten bytes in the file, WAL or any reachable replica), bursts of 500 at
+max_connections 256 (0 answers lost: each is answered or refused 503 before it runs), and a live
+ingest/reembed beside a running daemon (0 live requests failed).
+
+Usage: python bench/chaos.py [--cycles 200] [--fuzz 10000] [--idle 1100]
+       [--only kill,fuzz,idle,disk,clock,restore,export,forget,bursts,writers]
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import chaos_clock  # noqa: E402
 import chaos_http  # noqa: E402
+import chaos_live  # noqa: E402
+import chaos_ops  # noqa: E402
 import chaos_storage  # noqa: E402
 
-PARTS = ("kill", "fuzz", "idle", "disk", "clock")
+PARTS = ("kill", "fuzz", "idle", "disk", "clock", "restore", "export", "forget", "bursts", "writers")
 
 
 def parts(args: argparse.Namespace) -> dict[str, Callable[[], dict[str, Any]]]:
@@ -37,6 +46,11 @@ def parts(args: argparse.Namespace) -> dict[str, Callable[[], dict[str, Any]]]:
         "idle": lambda: chaos_http.run_idle_connections(args.idle),
         "disk": lambda: chaos_storage.run_disk_full(),
         "clock": lambda: chaos_clock.run_clock_steps(),
+        "restore": lambda: chaos_ops.run_restore_kills(),
+        "export": lambda: chaos_ops.run_export_kills(),
+        "forget": lambda: chaos_ops.run_forget_replication(),
+        "bursts": lambda: chaos_live.run_bursts(500, limit=256, rounds=2),
+        "writers": lambda: chaos_live.run_live_writers(),
     }
 
 
