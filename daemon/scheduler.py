@@ -102,6 +102,9 @@ class Calendar:
         self._pending = 0  # firings submitted and not yet run or skipped
         self._settled = asyncio.Event()
         self._settled.set()
+        # Firings due together (after a sleep or a clock step) queue in their calendar order:
+        # the lock is FIFO and apscheduler submits due jobs by run time.
+        self._one_at_a_time = asyncio.Lock()
         self._scheduler: AsyncIOScheduler | None = None
 
     def start(self) -> None:
@@ -161,6 +164,10 @@ class Calendar:
         thousand at once on a host); `run_if_free` uses her connection from this one thread when it is
         idle, and only a companion whose connection is busy gets hers queued on her own thread.
         """
+        async with self._one_at_a_time:
+            await self._fire_now(kind)
+
+    async def _fire_now(self, kind: str) -> None:
         now = self.clock.now()
         targets = self.targets()
 
