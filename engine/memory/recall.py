@@ -231,7 +231,14 @@ def slot_rule(conn: Any, embedder: Embedder, hits: Sequence[Candidate], settings
     words = {c.memory_id: supersede.slot_words(c.text, settings.update_slot_idf) if by_words else frozenset()
              for c in hits}
 
+    def known(c: Candidate) -> None:  # a hit outside `hits` (supersede rarely asks): keyed on first use
+        if c.memory_id not in families:
+            families.update(lineage_families(conn, embedder, [(c.memory_id, c.text)]))
+            words[c.memory_id] = supersede.slot_words(c.text, settings.update_slot_idf) if by_words else frozenset()
+
     def same(a: Candidate, b: Candidate) -> bool:
+        known(a)
+        known(b)
         return supersede.same_slot(a.ts, b.ts, families[a.memory_id], families[b.memory_id], words[a.memory_id],
                                    words[b.memory_id], settings.update_session_gap_s)
 
@@ -525,9 +532,10 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
                                                 params.use_present_default))
     if present and unique:
         assert embedder is not None
-        head = unique[:settings.update_depth]
-        unique = supersede.supersede(unique, slot_rule(conn, embedder, head, settings, params.use_slot_words),
-                                     settings.update_min_ratio, settings.update_depth, ts=lambda c: c.ts)
+        reach = len(unique) if params.use_newer_pool else settings.update_depth
+        pool = supersede.reachable(unique, settings.update_min_ratio, settings.update_depth, reach, ts=lambda c: c.ts)
+        unique = supersede.supersede(unique, slot_rule(conn, embedder, pool, settings, params.use_slot_words),
+                                     settings.update_min_ratio, settings.update_depth, ts=lambda c: c.ts, reach=reach)
     if window is not None:
         unique = ranking.window_first(unique, window.start, window.end)
     chosen = unique[:k]
