@@ -94,18 +94,22 @@ def same_slot(a_ts: float, b_ts: float, a_families: AbstractSet[str], b_families
     return bool(a_families & b_families) or bool(a_words & b_words)
 
 
-def reachable(ranked: Sequence[R], min_ratio: float, depth: int, reach: int, ts: Callable[[R], float]) -> list[R]:
+def reachable(ranked: Sequence[R], min_ratio: float, depth: int, reach: int, ts: Callable[[R], float],
+              shares: Callable[[R], bool] | None = None) -> list[R]:
     """The hits `supersede` may compare: the first `depth`, and those down to `reach` that could be lifted
-    above one of them (newer than the oldest of the head, relevance >= `min_ratio` of the least relevant).
+    above one of them (newer than the oldest of the head, relevance >= `min_ratio` of the least relevant,
+    and `shares`: e.g. a stored token among the head's slot words, a set lookup).
 
-    The slot rule segments and keys only these: the hits below the head that could never move stay unread.
+    The slot rule segments and keys only these: the hits below the head that could never move stay unread
+    (keying every hit of the pool cost 2.5 ms of CPU per present question at 100k memories).
     """
     head = list(ranked[:depth])
     if not head:
         return []
     oldest = min(ts(a) for a in head)
     weakest = min(a.relevance for a in head)
-    return head + [b for b in ranked[depth:reach] if ts(b) > oldest and b.relevance >= min_ratio * weakest]
+    return head + [b for b in ranked[depth:reach] if ts(b) > oldest and b.relevance >= min_ratio * weakest
+                   and (shares is None or shares(b))]
 
 
 def supersede(ranked: Sequence[R], same: Callable[[R, R], bool], min_ratio: float, depth: int,
