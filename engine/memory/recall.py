@@ -26,6 +26,7 @@ from engine.memory.tokens import (
     jaccard_tokens,
     query_term_weights,
     same_text_key,
+    word_tokens,
 )
 from engine.settings import LifeSettings, MemorySettings
 from engine.store import memory as memory_store
@@ -540,8 +541,8 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         head_words = frozenset().union(*(supersede.slot_words(c.text, settings.update_slot_idf) for c in head))
         pool = supersede.reachable(unique, settings.update_min_ratio, settings.update_depth, reach, ts=lambda c: c.ts,
                                    shares=lambda c: bool(head_words & (stored.get(c.memory_id) or doc_terms(c.text))))
-        below = {c.memory_id: head_words & supersede.slot_words(c.text, settings.update_slot_idf)
-                 for c in pool[len(head):]}
+        # head_words passed the IDF and digit tests already: intersecting with the bare words gives the shared slot words.
+        below = {c.memory_id: head_words & frozenset(word_tokens(c.text)) for c in pool[len(head):]}
         unique = supersede.supersede(unique, slot_rule(conn, embedder, head, settings, params.use_slot_words, below),
                                      settings.update_min_ratio, settings.update_depth, ts=lambda c: c.ts, reach=reach)
     if window is not None:

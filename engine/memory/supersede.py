@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 from typing import Protocol, TypeVar
 
 from engine.memory.tokens import term_idf, word_tokens
@@ -76,9 +77,11 @@ class Ranked(Protocol):
 R = TypeVar("R", bound=Ranked)
 
 
+@lru_cache(maxsize=4096)
 def slot_words(text: str, min_idf: float) -> frozenset[str]:
     """The informative words of a statement (general IDF >= `min_idf`); numbers and dates are left out
-    (the value that changes, or a fact's date prefix, is no slot)."""
+    (the value that changes, or a fact's date prefix, is no slot). Remembered per text: the head of one
+    question's hits is keyed twice, and the same memories head the next questions too."""
     return frozenset(w for w in word_tokens(text) if not any(ch.isdigit() for ch in w) and term_idf(w) >= min_idf)
 
 
