@@ -57,6 +57,8 @@ def test_reachable_keeps_the_head_and_only_the_hits_that_could_move():
     below = [hit(3, 30 * DAY, 0.50), hit(4, 5 * DAY, 0.65), hit(5, 30 * DAY, 0.40)]
     got = ids(supersede.reachable([*head, *below], 0.8, 2, 10, ts=lambda c: c.ts))
     assert got == [1, 2, 3]  # 4 is older than the whole head, 5 under 0.8 x 0.60
+    # `shares` (recall: a stored token among the head's slot words) leaves out a hit that shares none.
+    assert ids(supersede.reachable([*head, *below], 0.8, 2, 10, ts=lambda c: c.ts, shares=lambda c: False)) == [1, 2]
 
 
 def test_an_older_hit_below_is_never_lifted():
