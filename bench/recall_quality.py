@@ -37,7 +37,7 @@ KS = (1, 3, 5, 10)
 ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
 
 
-RULES = ("keyword", "decay", "importance", "mmr", "newer", "slot_words", "present_default", "small_talk", "self_question", "time",
+RULES = ("keyword", "decay", "importance", "mmr", "newer", "newer_pool", "slot_words", "present_default", "small_talk", "self_question", "time",
          "lexicon")
 # Lines of small talk that no memory answers: recall must give them an empty context (issue 10, acceptance 5).
 SMALL_TALK = ("今天天气不错", "哈哈哈哈", "好的", "晚安", "在吗", "嗯嗯知道了", "你好呀", "谢谢你", "早上好", "吃了吗",

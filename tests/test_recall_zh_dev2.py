@@ -42,3 +42,25 @@ def test_a_question_about_the_user_himself_is_never_small_talk(conn):
     result = recall(conn, embedder(), "我是干什么的", settings=SETTINGS, controls=ON, now=NOW)
     assert {"a001", "a076", "a052"} & {h.turn_id for h in result.hits[:5]}, [h.turn_id for h in result.hits]
     assert result.mode == "hybrid"
+
+
+def newer_first(conn, params=None):
+    """The update probes (`newer_than`) whose newer evidence ranks above the stale turn in the top 20."""
+    ok = 0
+    for probe in [p for p in PROBES if p.get("newer_than")]:
+        hits = recall(conn, embedder(), probe["q"], settings=SETTINGS, controls=ON, now=NOW, k=20, params=params).hits
+        ranked = list(dict.fromkeys(h.turn_id for h in hits))
+        ev = min((ranked.index(t) for t in probe["ev"] if t in ranked), default=99)
+        ok += ev < (ranked.index(probe["newer_than"]) if probe["newer_than"] in ranked else 99)
+    return ok
+
+
+def test_updates_outrank_their_stale_turn_and_the_pool_rule_is_why(conn):
+    """Issue 27 acceptance 1: >= 11 of the 12 update probes; without the whole-pool reach of supersession
+    "我现在每天上班咋去" loses (its update, the 36th hit, shares 上班 with the stale 6th)."""
+    from dataclasses import replace
+
+    from engine.memory.recall import params_from_settings
+
+    assert newer_first(conn) >= 11
+    assert newer_first(conn, replace(params_from_settings(SETTINGS), use_newer_pool=False)) < newer_first(conn)

@@ -40,6 +40,27 @@ def test_nothing_moves_without_a_shared_slot_or_below_the_relevance_share_or_pas
     assert lift([old, hit(3, DAY, 0.69), new], lambda a, b: True, depth=2) == [3, 1, 2]
 
 
+def test_the_newer_statement_may_come_from_below_the_head_within_reach():
+    """Issue 27: the update often sits far below the stale statement (36th on zh-dev2), still in the pool."""
+    old, mid, far = hit(1, 0, 0.70), hit(2, 5 * DAY, 0.69), hit(9, 40 * DAY, 0.60)
+    filler = [hit(i, DAY, 0.65) for i in range(3, 9)]
+    same = lambda a, b: {a.memory_id, b.memory_id} == {1, 9}  # noqa: E731
+    assert lift([old, mid, *filler, far], same, depth=2)[0] == 1  # past the depth: unseen
+    out = ids(supersede.supersede([old, mid, *filler, far], same, 0.8, 2, ts=lambda c: c.ts, reach=20))
+    assert out[:3] == [9, 1, 2]  # lifted just above the stale one; the rest keep their order
+    weak = hit(9, 40 * DAY, 0.50)  # 0.50 < 0.8 * 0.70: reach never overrides the relevance share
+    assert ids(supersede.supersede([old, mid, *filler, weak], same, 0.8, 2, ts=lambda c: c.ts, reach=20))[0] == 1
+
+
+def test_reachable_keeps_the_head_and_only_the_hits_that_could_move():
+    head = [hit(1, 10 * DAY, 0.70), hit(2, 20 * DAY, 0.60)]
+    below = [hit(3, 30 * DAY, 0.50), hit(4, 5 * DAY, 0.65), hit(5, 30 * DAY, 0.40)]
+    got = ids(supersede.reachable([*head, *below], 0.8, 2, 10, ts=lambda c: c.ts))
+    assert got == [1, 2, 3]  # 4 is older than the whole head, 5 under 0.8 x 0.60
+    # `shares` (recall: a stored token among the head's slot words) leaves out a hit that shares none.
+    assert ids(supersede.reachable([*head, *below], 0.8, 2, 10, ts=lambda c: c.ts, shares=lambda c: False)) == [1, 2]
+
+
 def test_an_older_hit_below_is_never_lifted():
     new, old = hit(1, 40 * DAY, 0.70), hit(2, 0, 0.69)
     assert lift([new, old], lambda a, b: True) == [1, 2]

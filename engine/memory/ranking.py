@@ -132,6 +132,7 @@ class RankParams:
     use_mmr: bool = True
     use_importance: bool = True
     use_newer: bool = True  # supersession (engine/memory/supersede.py), questions about the present only
+    use_newer_pool: bool = True  # supersession: the newer statement may come from the whole candidate pool, not the head
     use_slot_words: bool = True  # supersession: a shared informative word makes a slot, not only a lineage family
     use_present_default: bool = False  # supersession: a question about the user naming no time asks about now (measured: off)
     use_small_talk: bool = True  # the background relevance floor (is_small_talk)
