@@ -11,6 +11,7 @@ from typing import Any
 from daemon.cli.env import CliEnv
 from daemon.cli.served import served_by
 from daemon.replication import companion_files
+from engine.home import home_of
 from engine.jobs import status_counts
 from engine.store import code_schema_version, connect, db_schema_version, driver_name
 from engine.store.core import controls, daemon_state, get_companion
@@ -59,6 +60,7 @@ def collect(conn: Any, env: CliEnv) -> dict[str, Any]:
             "name": companion["name"],
             "birth": companion["birth_local"],
             "tz": companion["birth_tz"],
+            "home": home_of(companion, env.settings).to_dict(),
             "pillars": chart.get("pillars"),
             "day_master": chart.get("day_master"),
         }
@@ -104,6 +106,9 @@ def render(report: dict[str, Any]) -> str:
         four = " ".join(pillars.get(k, "?") for k in ("year", "month", "day", "time"))
         lines.append(f"{companion['name']}  born {companion['birth']} {companion['tz']}  {four}  "
                      f"day master {companion['day_master'] or '?'}")
+        home = companion.get("home")
+        if home:
+            lines.append(f"lives in {home['city']} ({home['tz']}), works as {home['role_title']}")
     else:
         lines.append("no companion yet (anima init, or anima run creates a demo companion)")
     daemon = report["daemon"]

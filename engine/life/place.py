@@ -35,6 +35,7 @@ class City:
     tz: str
     zone: str
     months: tuple[MonthClimate, ...]  # 12 entries, January first
+    abroad: bool = False  # outside China: no 高铁 home, her parents a video call away (issue 24 item 7)
 
     def __hash__(self) -> int:
         # The dataclass hash (of all fields, the twelve months' climate included), computed once: a City keys
@@ -42,7 +43,7 @@ class City:
         # at each lookup was a measurable share of a simulated year. Frozen, so the value never goes stale.
         cached = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash((self.name, self.lat, self.lon, self.tz, self.zone, self.months))
+            cached = hash((self.name, self.lat, self.lon, self.tz, self.zone, self.months, self.abroad))
             object.__setattr__(self, "_hash", cached)
         return int(cached)
 
@@ -81,7 +82,10 @@ def _parse_city(name: str, raw: dict[str, object]) -> City:
             raise ConfigError(f"{where} month {month}: day counts must be >= 0 with a positive sum, low <= high")
         total = sum(days)
         months.append(MonthClimate(tuple(d / total for d in days), float(low), float(high)))
-    return City(name=name, lat=lat, lon=lon, tz=tz, zone=zone, months=tuple(months))
+    abroad = raw.get("abroad", False)
+    if not isinstance(abroad, bool):
+        raise ConfigError(f"{where} abroad must be true or false, got {abroad!r}")
+    return City(name=name, lat=lat, lon=lon, tz=tz, zone=zone, months=tuple(months), abroad=abroad)
 
 
 @cache

@@ -1,4 +1,4 @@
-"""Her week: a role (illustrator, student, freelance) and what a day of her calendar asks of her (pure).
+"""Her week: her role (from data/roles.toml) and what a day of her calendar asks of her (pure).
 
 Workdays and make-up workdays (调休) are work or class days; weekends and statutory holidays are off; the
 Spring Festival (除夕..初六) is lived at her parents', travelling home on 除夕 and back on 初六.
@@ -7,7 +7,11 @@ Spring Festival (除夕..初六) is lived at her parents', travelling home on �
 from __future__ import annotations
 
 import datetime as dt
+import tomllib
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
 
 from engine.errors import ConfigError
 from engine.life.calendar import DayKind, in_spring_festival
@@ -17,11 +21,11 @@ from engine.life.world import WorldDay
 
 @dataclass(frozen=True)
 class Role:
-    """A weekly rhythm: when and where she works, and how she gets there."""
+    """A weekly rhythm: when and where she works, how she gets there, and the words of her working day."""
 
-    name: str
+    name: str                 # the stable id stored in her file (illustrator, teacher ...)
     work_kind: str            # the catalogue kind of her working blocks (work, or study for classes)
-    place: str                # 工作室 / 学校 / 家
+    place: str                # 工作室 / 公司 / 学校 / 医院 / 家
     start_h: float            # local clock hour work starts
     end_h: float              # ... and ends
     lunch_h: tuple[float, float]
@@ -29,20 +33,70 @@ class Role:
     commute_place: str
     flex_h: float             # seeded daily spread of the start (a freelancer starts when she starts)
     overtime: float           # chance of staying up to an hour later
+    title: str = ""           # what she calls her job (插画师, 中学老师 ...)
+    doing: tuple[str, ...] = ()     # what she does in a working block
+    good_day: tuple[str, ...] = ()  # what makes a working day good
+    bad_day: tuple[str, ...] = ()   # what makes a working day bad
 
 
-ROLES: dict[str, Role] = {
-    # The demo default: an illustrator at a small studio, Mon-Fri 9:30-18:00, a metro ride each way.
-    "illustrator": Role("illustrator", "work", "工作室", 9.5, 18.0, (12.0, 13.0), (35, 50), "地铁上", 0.1, 0.25),
-    "student": Role("student", "study", "学校", 8.0, 17.0, (11.75, 13.5), (15, 25), "骑车路上", 0.0, 0.0),
-    "freelance": Role("freelance", "work", "家", 10.0, 17.0, (12.5, 13.5), (0, 0), "家", 1.0, 0.15),
-}
+WORKPLACES = frozenset({"工作室", "公司", "学校", "医院", "家"})
+WORK_KINDS = frozenset({"work", "study"})
+
+
+def _texts(where: str, raw: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+        raise ConfigError(f"{where} {key} must be a list of sentences")
+    return tuple(value)
+
+
+def _parse_role(name: str, raw: dict[str, Any]) -> Role:
+    where = f"engine/life/data/roles.toml: [role.{name}]"
+    try:
+        title, work_kind, place = str(raw["title"]), str(raw["work_kind"]), str(raw["workplace"])
+        start_h, end_h = (float(x) for x in raw["hours"])
+        lunch = tuple(float(x) for x in raw["lunch"])
+        commute = tuple(int(x) for x in raw["commute_min"])
+        commute_place, flex_h, overtime = str(raw["commute_place"]), float(raw["flex_h"]), float(raw["overtime"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{where} needs title, work_kind, workplace, hours, lunch, commute_min, commute_place, "
+                          f"flex_h and overtime ({exc!r})") from exc
+    if work_kind not in WORK_KINDS or place not in WORKPLACES:
+        raise ConfigError(f"{where} work_kind must be one of {sorted(WORK_KINDS)} and workplace one of "
+                          f"{sorted(WORKPLACES)}, got {work_kind!r}, {place!r}")
+    if not (0 <= start_h < lunch[0] < lunch[1] < end_h <= 24) or len(lunch) != 2:
+        raise ConfigError(f"{where} hours and lunch must be clock hours with start < lunch start < lunch end < end")
+    if len(commute) != 2 or not 0 <= commute[0] <= commute[1] or not 0 <= overtime <= 1 or flex_h < 0:
+        raise ConfigError(f"{where} commute_min must be [shortest, longest] >= 0, overtime a chance, flex_h >= 0")
+    return Role(name=name, work_kind=work_kind, place=place, start_h=start_h, end_h=end_h,
+                lunch_h=(lunch[0], lunch[1]), commute_min=(commute[0], commute[1]), commute_place=commute_place,
+                flex_h=flex_h, overtime=overtime, title=title, doing=_texts(where, raw, "doing"),
+                good_day=_texts(where, raw, "good_day"), bad_day=_texts(where, raw, "bad_day"))
+
+
+@cache
+def roles() -> dict[str, Role]:
+    """Every role by id, from data/roles.toml, validated once; a bad data file is a ConfigError naming the field."""
+    text = (resources.files("engine.life") / "data" / "roles.toml").read_text(encoding="utf-8")
+    table = tomllib.loads(text).get("role", {})
+    return {name: _parse_role(name, raw) for name, raw in table.items()}
+
+
+def role_id(name: str) -> str | None:
+    """The role id for an id or a Chinese title (插画师 -> illustrator), or None when no role is called that."""
+    known = roles()
+    if name in known:
+        return name
+    return next((rid for rid, r in known.items() if r.title == name), None)
 
 
 def role(name: str) -> Role:
-    if name not in ROLES:
-        raise ConfigError(f"config.toml: [life] role must be one of {', '.join(ROLES)}, got {name!r}")
-    return ROLES[name]
+    """The role called `name` (its id or its title); a ConfigError naming the known ones otherwise."""
+    rid = role_id(name)
+    if rid is None:
+        known = ", ".join(f"{rid} ({r.title})" for rid, r in roles().items())
+        raise ConfigError(f"unknown role {name!r}: known roles are {known}; add one to engine/life/data/roles.toml")
+    return roles()[rid]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,127 @@
+"""Her own city, zone and role per companion (issue 24 item 7): stored by `anima init`, read back as her settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from daemon.cli import main
+from engine.home import Home, choose_home, default_home, her_settings, home_of, settings_for
+from engine.settings import Settings
+from engine.store import connect, migrate
+from engine.store.core import get_companion
+
+BIRTH = ["--name", "小满", "--birth", "1998-03-04 05:06"]
+S = Settings()
+
+
+@pytest.fixture(autouse=True)
+def _empty_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path_factory.mktemp("config") / "config.toml"
+    config.write_text("", encoding="utf-8")   # the [life] defaults
+    monkeypatch.setenv("ANIMA_CONFIG", str(config))
+    monkeypatch.delenv("ANIMA_TEST_CLOCK_FILE", raising=False)
+
+
+def _row(db: Path) -> dict:
+    conn = connect(db)
+    try:
+        companion = get_companion(conn)
+    finally:
+        conn.close()
+    assert companion is not None
+    return companion
+
+
+def test_init_stores_her_city_zone_and_role_in_her_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "her.db"
+    assert main(["--db", str(db), "init", *BIRTH, "--city", "成都", "--tz", "Asia/Shanghai", "--role", "插画师",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["home"] == {"city": "成都", "tz": "Asia/Shanghai", "role": "illustrator", "role_title": "插画师"}
+    row = _row(db)
+    assert (row["home_city"], row["home_tz"], row["work_role"]) == ("成都", "Asia/Shanghai", "illustrator")
+    assert home_of(row, S) == Home("成都", "Asia/Shanghai", "illustrator")
+
+
+def test_a_zone_alone_picks_the_city_of_her_world_in_it(tmp_path: Path) -> None:
+    db = tmp_path / "her.db"
+    assert main(["--db", str(db), "init", *BIRTH, "--tz", "America/New_York", "--role", "中学老师"]) == 0
+    row = _row(db)
+    assert (row["home_city"], row["home_tz"], row["work_role"]) == ("纽约", "America/New_York", "teacher")
+    assert row["birth_tz"] == "America/New_York"
+    # --place naming a city of her world is where she lives; her birth zone stays what --tz says
+    db2 = tmp_path / "two.db"
+    assert main(["--db", str(db2), "init", *BIRTH, "--place", "纽约"]) == 0
+    row2 = _row(db2)
+    assert (row2["home_city"], row2["home_tz"], row2["birth_tz"]) == ("纽约", "America/New_York", "Asia/Shanghai")
+
+
+def test_init_without_flags_stores_the_life_defaults(tmp_path: Path) -> None:
+    db = tmp_path / "her.db"
+    assert main(["--db", str(db), "init", *BIRTH]) == 0
+    row = _row(db)
+    assert (row["home_city"], row["home_tz"], row["work_role"]) == (S.life.city, S.life.tz, "illustrator")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--city", "东京"], "unknown city '东京'"),
+    (["--role", "厨师"], "unknown role '厨师'"),
+    (["--tz", "Mars/Olympus"], "no city of her world is in zone 'Mars/Olympus'"),
+    (["--tz", "Europe/Paris"], "no city of her world is in zone 'Europe/Paris'"),
+    (["--city", "纽约", "--tz", "Asia/Shanghai"], "--tz Asia/Shanghai contradicts --city 纽约"),
+])
+def test_bad_home_is_one_line_exit_2_and_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          argv: list[str], says: str) -> None:
+    db = tmp_path / "her.db"
+    assert main(["--db", str(db), "init", *BIRTH, *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+    assert not db.exists()
+    assert main(["init", "--dir", str(tmp_path), "--id", "a1", *BIRTH, *argv]) == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_init_into_a_directory_stores_her_home(tmp_path: Path) -> None:
+    assert main(["init", "--dir", str(tmp_path), "--id", "ny", *BIRTH, "--city", "纽约", "--role", "nurse"]) == 0
+    row = _row(tmp_path / "ny.db")
+    assert (row["home_city"], row["home_tz"], row["work_role"], row["handle"]) == (
+        "纽约", "America/New_York", "nurse", "ny")
+
+
+def test_a_file_from_before_lives_by_the_life_defaults(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "old.db")
+    try:
+        migrate(conn, now=0)
+        from engine.companion import create_companion
+
+        companion = create_companion(conn, name="旧", birth_local="1998-03-04 05:06", tz="Asia/Shanghai",
+                                     place=None, sect=2, now=0)   # no home: as a file from before 0016
+    finally:
+        conn.close()
+    assert companion["home_city"] is None
+    assert home_of(companion, S) == default_home(S) == Home("杭州", "Asia/Shanghai", "illustrator")
+    assert her_settings(S, companion) is S   # exactly today's settings object: old files behave as before
+
+
+def test_her_settings_carry_her_home_and_are_shared_by_one_place() -> None:
+    ny = choose_home(S, city_name="纽约", role_name="程序员")
+    assert ny == Home("纽约", "America/New_York", "programmer")
+    hers = settings_for(S, ny)
+    assert (hers.life.city, hers.life.tz, hers.life.role) == ("纽约", "America/New_York", "programmer")
+    assert settings_for(S, ny) is hers   # one object per place: engine/life caches stay one entry per place
+    assert hers.memory is S.memory and hers.life.trace_interval_s == S.life.trace_interval_s
+
+
+def test_status_shows_her_home(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "her.db"
+    assert main(["--db", str(db), "init", *BIRTH, "--city", "纽约", "--role", "护士"]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(db), "status", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["companion"]["home"] == {"city": "纽约", "tz": "America/New_York", "role": "nurse",
+                                           "role_title": "护士"}
+    assert main(["--db", str(db), "status"]) == 0
+    assert "lives in 纽约 (America/New_York), works as 护士" in capsys.readouterr().out
