@@ -1,7 +1,8 @@
-"""The maintenance jobs the calendar queues: a verified snapshot with rotation, an integrity check, trace retention.
+"""The maintenance jobs the calendar queues: a verified snapshot with rotation, an integrity check, trace retention,
+and the restore-and-verify of her replica.
 
 Each is a job kind like consolidation (engine/jobs/registry.py), so a firing the calendar queued
-(daemon/calendar.py) is a leased row: it survives a restart, is retried with backoff, and shows in
+(daemon/scheduler.py) is a leased row: it survives a restart, is retried with backoff, and shows in
 `anima jobs`. A handler does its work, then records the job's `done` with what it found in one commit
 (`job_transaction`); the snapshot's file work cannot be in that transaction, so it is written under a
 temporary name and renamed only once verified: a retried snapshot job never leaves a half-written one.
@@ -10,6 +11,7 @@ temporary name and renamed only once verified: a retried snapshot job never leav
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from engine.store.life import prune_trace
 SNAPSHOT = "snapshot"
 INTEGRITY = "integrity_check"
 RETENTION = "trace_retention"
+REPLICA_VERIFY = "replica_verify"
 SNAPSHOT_NAME = re.compile(r"^snapshot-\d{8}T\d{6}Z\.db$")
 
 
@@ -89,3 +92,20 @@ def run_trace_retention(conn: Any, job: Job, settings: Settings, now: float) -> 
     with job_transaction(conn, job, now) as out:
         out.result = {"pruned": prune_trace(conn, before)}
     return out.result
+
+
+ReplicaVerifier = Callable[[Path, float], dict[str, Any]]
+
+
+def run_replica_verify(conn: Any, job: Job, settings: Settings, now: float,
+                       verifier: ReplicaVerifier | None) -> dict[str, Any]:
+    """Restore her replica somewhere private and check it (the daemon's verifier: daemon/replica_verify.py).
+
+    Without a verifier (code that cannot restore replicas) the job says so and is done; a replica that fails
+    its check raises, so the job is retried and then failed for good, with the reason in `anima jobs`.
+    """
+    report = verifier(_db_path(conn), now) if verifier is not None else {"replicated": None,
+                                                                           "why": "no replica verifier here"}
+    with job_transaction(conn, job, now) as out:
+        out.result = report
+    return report
