@@ -19,7 +19,8 @@ from tests.api_support import RecordingLog
 from tests.memory_helpers import embedder
 
 HOST = Settings(life=LifeSettings(tz="Asia/Shanghai"), consolidation=ConsolidationSettings(cron_hour=3),
-                maintenance=MaintenanceSettings(snapshot_cron="", integrity_cron="", retention_cron=""))
+                maintenance=MaintenanceSettings(snapshot_cron="", integrity_cron="", retention_cron="",
+                                                replica_verify_cron=""))
 START = datetime(2026, 6, 10, 0, 0, tzinfo=UTC).timestamp()  # 08:00 in Shanghai, 20:00 the day before in New York
 STEP_S = 900.0
 

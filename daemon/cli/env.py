@@ -46,6 +46,23 @@ class CliEnv:
         self.settings = settings_in_file(conn, self.settings)
         return conn
 
+    def adopt_home(self) -> None:
+        """Make `settings` hers before her file is opened (a command that reads times in her zone first).
+
+        Read-only and quiet: a missing or unreadable file keeps the defaults, and open_db says what is wrong."""
+        if not self.db_path.exists():
+            return
+        try:
+            conn = connect(self.db_path, readonly=True)
+        except Exception:  # open_db reports it, with the fix
+            return
+        try:
+            self.settings = settings_in_file(conn, self.settings)
+        except Exception:  # no companion table yet (an empty or older file): the [life] defaults, as before
+            pass
+        finally:
+            conn.close()
+
     @staticmethod
     def print_json(value: Any) -> None:
         sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=None, sort_keys=False) + "\n")
