@@ -219,6 +219,10 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "train_back": lambda f: f.get("place") == "回城的高铁上",
     "at_parents": lambda f: bool(f.get("at_parents")),
     "chuxi": lambda f: f.get("festival") == "除夕",
+    # her role's workday (engine/life/data/roles.toml, issue 24 item 7)
+    "draws": lambda f: bool(f.get("draws", True)),
+    "studio": lambda f: bool(f.get("studio", True)),
+    "metro": lambda f: bool(f.get("metro", True)),
     "chunjie": lambda f: f.get("festival") == "春节",
     "zhongqiu": lambda f: f.get("festival") == "中秋节",
     "noted": lambda f: bool(f.get("noted")),   # her day has a note (a letdown, a named cause): the journal says it

@@ -40,7 +40,7 @@ from engine.life.state import (
     mood_params,
     world_of,
 )
-from engine.life.week import leave_by, shape_of
+from engine.life.week import leave_by, role_causes, shape_of
 from engine.life.world import WorldDay
 
 __all__ = [
@@ -334,7 +334,8 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     outcome = Outcome(detail.get("outcome", "done"))
     effects: list[Effect] = [EndActivity(cur["id"], "done", at, detail)]
     if mood_on:   # what it raised colours its own sentence (issue 24)
-        raises = feel.activity_raises(state.seed_key, kind, outcome.value, energy_level(ctx, state, at), at)
+        raises = feel.activity_raises(state.seed_key, kind, outcome.value, energy_level(ctx, state, at), at,
+                                      role_causes=role_causes(ctx.role))
         if raises:
             state = state.evolve(feelings=tuple(feel.apply_raises(state.feelings, raises, at)))
     if not preview:
@@ -374,6 +375,7 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
                   place=cur["detail"].get("place"), valence=mood_model.values(state.mood, ctx.mp)[0],
                   remaining_s=remaining_s, dined=cur["kind"] not in DINNER_KEYS and _dined(state),
                   cooked=cur["kind"] == "dinner" and _cooked_before(state, float(cur["started_at"])),
+                  anchor=cur["detail"].get("anchor"), role=ctx.role.name,
                   **_felt(ctx, state, at, outcome))
     text, story = narrate(scene, StoryState.adopt(state.story), state.seed_key, state.last_tail)
     return text, story.data

@@ -21,8 +21,10 @@ from typing import Any
 from engine.errors import InputError
 from engine.life import story as st
 from engine.life.grammar import expand, grammar, sentence
+from engine.life.place import city
 from engine.life.scene import Moment, Outcome, Scene
 from engine.life.season import sights
+from engine.life.week import role
 from engine.life.wording import cn_count, cn_decimal_half, cn_number, duration_phrase
 
 SILENT_KINDS = frozenset({"chat"})  # the chat itself is the user's memory, not a life event
@@ -40,6 +42,8 @@ LOW_SAYS_FEELING = 0.6
 DWELL_CHANCE = 0.3
 # Where a sunset is seen: from half an hour before the sun goes down to a little after.
 GLOW_BEFORE = dt.timedelta(minutes=30)
+# How she gets to work, by where she is on the way (engine/life/data/roles.toml commute_place).
+COMMUTE_WAYS = {"地铁上": "坐地铁", "公交上": "坐公交", "骑车路上": "骑车"}
 GLOW_AFTER = dt.timedelta(minutes=25)
 # Every slot a clause may name besides the [words] pools: from the scene, the world and the story (story.py).
 SLOT_NAMES = frozenset({
@@ -48,6 +52,7 @@ SLOT_NAMES = frozenset({
     "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
     "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
     "next_plant", "look", "name", "news", "topic", "cause", "note",
+    "workplace", "work_doing", "work_bad", "commute_way",   # her role's workday (engine/life/data/roles.toml)
 })
 FAMILY_WORDS = {"mother": "妈妈", "father": "爸爸"}  # a daughter says 妈妈, not her mother's name
 
@@ -156,7 +161,9 @@ def weather_at(world: Any, moment: dt.datetime) -> str:
 
 
 def home_call(scene: Scene) -> bool:
-    """A festival call home (中秋, 清明; engine/life/week.py festival_anchors): to her parents, about the day."""
+    """A festival call home (中秋, 清明, and 除夕 abroad; engine/life/week.py festival_anchors): to her parents."""
+    if scene.world.festival == "除夕":   # abroad: the one video call home of the evening, not any call with mum
+        return scene.kind == "call_friend" and scene.anchor == "call_home"
     return (scene.kind == "call_friend" and scene.with_whom is not None
             and scene.with_whom.relation in FAMILY_WORDS and scene.world.festival in ("中秋节", "清明节"))
 
@@ -166,6 +173,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     world = scene.world
     sky = world.weather in ("晴", "多云")
     glow = sky and scene.started <= world.sunset + GLOW_AFTER and scene.ended >= world.sunset - GLOW_BEFORE
+    work = role(scene.role)
     return {
         "outdoor": outdoor,
         "weather": weather_at(world, scene.ended),
@@ -194,6 +202,10 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
             scene.with_whom is not None and scene.with_whom.relation in FAMILY_WORDS
             and scene.kind in ("breakfast", "lunch", "dinner")),
         "user_cause": scene.feeling_cause.startswith("你"),
+        # her role's workday (issue 24 item 7): a teacher goes to 学校 by bus, not to 工作室 by metro
+        "draws": work.draws,
+        "studio": work.place == "工作室",
+        "metro": (scene.place if scene.kind == "commute" and scene.place else work.commute_place) == "地铁上",
     }
 
 
@@ -263,6 +275,16 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
         slots["new_year"] = "过年"
     if scene.place:
         slots["place"] = scene.place
+    work = role(scene.role)
+    if not work.draws:   # the words of her working day (engine/life/data/roles.toml)
+        slots["workplace"] = work.place
+        lazy["work_doing"] = functools.partial(rng.choice, work.doing)
+        lazy["work_bad"] = functools.partial(rng.choice, work.bad_day)
+    if scene.kind == "commute":
+        slots["commute_way"] = COMMUTE_WAYS.get(scene.place or work.commute_place, "路上")
+    spots = city(world.city).spots
+    if spots:   # her city's own places to go out to (no 西湖边 in 纽约)
+        lazy["spot"] = functools.partial(rng.choice, spots)
     if scene.feeling_cause and scene.kind != "journal":   # the journal says it as her note of the day
         slots["cause"] = scene.feeling_cause
     who = scene.with_whom
@@ -309,7 +331,7 @@ def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: s
         return st.advance_course(data, scene, _ordered(seed, "course", tables["course"]))
     if kind == "journal":
         return st.advance_journal(data, scene, int(tables["notebook_pages"]))
-    if kind == "work":
+    if kind == "work" and role(scene.role).draws:   # only drawing work has illustration projects
         return st.advance_project(data, scene, _ordered(seed, "project", tables["project"]))
     if kind == "plants":
         return st.advance_plant(data, scene, tables["plant"])

@@ -36,6 +36,7 @@ class City:
     zone: str
     months: tuple[MonthClimate, ...]  # 12 entries, January first
     abroad: bool = False  # outside China: no 高铁 home, her parents a video call away (issue 24 item 7)
+    spots: tuple[str, ...] = ()  # places in the city she goes out to (narration's {spot}); () = the general ones
 
     def __hash__(self) -> int:
         # The dataclass hash (of all fields, the twelve months' climate included), computed once: a City keys
@@ -43,7 +44,7 @@ class City:
         # at each lookup was a measurable share of a simulated year. Frozen, so the value never goes stale.
         cached = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash((self.name, self.lat, self.lon, self.tz, self.zone, self.months, self.abroad))
+            cached = hash((self.name, self.lat, self.lon, self.tz, self.zone, self.months))
             object.__setattr__(self, "_hash", cached)
         return int(cached)
 
@@ -85,7 +86,11 @@ def _parse_city(name: str, raw: dict[str, object]) -> City:
     abroad = raw.get("abroad", False)
     if not isinstance(abroad, bool):
         raise ConfigError(f"{where} abroad must be true or false, got {abroad!r}")
-    return City(name=name, lat=lat, lon=lon, tz=tz, zone=zone, months=tuple(months), abroad=abroad)
+    spots = raw.get("spots", [])
+    if not isinstance(spots, list) or not all(isinstance(s, str) and s for s in spots):
+        raise ConfigError(f"{where} spots must be a list of place names")
+    return City(name=name, lat=lat, lon=lon, tz=tz, zone=zone, months=tuple(months), abroad=abroad,
+                spots=tuple(spots))
 
 
 @cache

@@ -34,9 +34,18 @@ class Role:
     flex_h: float             # seeded daily spread of the start (a freelancer starts when she starts)
     overtime: float           # chance of staying up to an hour later
     title: str = ""           # what she calls her job (插画师, 中学老师 ...)
-    doing: tuple[str, ...] = ()     # what she does in a working block
-    good_day: tuple[str, ...] = ()  # what makes a working day good
-    bad_day: tuple[str, ...] = ()   # what makes a working day bad
+    draws: bool = True        # her work is drawing: the illustration projects and a client's revisions
+    doing: tuple[str, ...] = ()       # what she does in a working block (a role that does not draw)
+    bad_day: tuple[str, ...] = ()     # what goes wrong at work, as a clause
+    good_cause: tuple[str, ...] = ()  # what made a working day good, as a thing she thinks of
+    bad_cause: tuple[str, ...] = ()   # what made a working day bad, as a thing she thinks of
+
+
+@cache
+def role_causes(r: Role) -> dict[str, tuple[str, ...]] | None:
+    """The causes of a good and a bad working day in her role's words (engine/feelings.py activity_raises);
+    None for a role that draws, whose causes are the feelings table's own (a client's revisions, praise)."""
+    return None if r.draws else {"good": r.good_cause, "bad": r.bad_cause}
 
 
 WORKPLACES = frozenset({"工作室", "公司", "学校", "医院", "家"})
@@ -68,10 +77,17 @@ def _parse_role(name: str, raw: dict[str, Any]) -> Role:
         raise ConfigError(f"{where} hours and lunch must be clock hours with start < lunch start < lunch end < end")
     if len(commute) != 2 or not 0 <= commute[0] <= commute[1] or not 0 <= overtime <= 1 or flex_h < 0:
         raise ConfigError(f"{where} commute_min must be [shortest, longest] >= 0, overtime a chance, flex_h >= 0")
+    draws = raw.get("draws", False)
+    if not isinstance(draws, bool):
+        raise ConfigError(f"{where} draws must be true or false, got {draws!r}")
+    words = {key: _texts(where, raw, key) for key in ("doing", "bad_day", "good_cause", "bad_cause")}
+    missing = [key for key, value in words.items() if not value]
+    if work_kind == "work" and not draws and missing:
+        raise ConfigError(f"{where} a working role that does not draw needs {', '.join(missing)}: "
+                          "the words of her working day")
     return Role(name=name, work_kind=work_kind, place=place, start_h=start_h, end_h=end_h,
                 lunch_h=(lunch[0], lunch[1]), commute_min=(commute[0], commute[1]), commute_place=commute_place,
-                flex_h=flex_h, overtime=overtime, title=title, doing=_texts(where, raw, "doing"),
-                good_day=_texts(where, raw, "good_day"), bad_day=_texts(where, raw, "bad_day"))
+                flex_h=flex_h, overtime=overtime, title=title, draws=draws, **words)
 
 
 @cache
@@ -175,6 +191,9 @@ def festival_anchors(world: WorldDay, day: str, tz: str, seed_key: str) -> list[
     elif world.festival == "清明节":
         call = at_local(day, 10.0 + rng.uniform(0, 1.0), tz)
         out.append(Anchor("call_home", "call_friend", call, call + rng.randint(20, 35) * MINUTE, "家"))
+    elif world.festival == "除夕":   # reached abroad only (at home 除夕 is a family day): a video call home at night
+        call = at_local(day, 20.5 + rng.uniform(0, 0.5), tz)
+        out.append(Anchor("call_home", "call_friend", call, call + rng.randint(40, 70) * MINUTE, "家"))
     return out
 
 
