@@ -96,3 +96,40 @@ def test_each_role_is_data_with_its_workday(name: str) -> None:
     assert r.title == name and not r.draws and r.place != "工作室"
     assert r.doing and r.bad_day and r.good_cause and r.bad_cause
     assert r.start_h < r.lunch_h[0] < r.lunch_h[1] < r.end_h
+
+
+@pytest.mark.slow
+def test_a_year_of_a_new_york_teacher_has_no_slip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The consistency checks of engine/life/checks.py against HER world (纽约's sun, seasons and weather)."""
+    from collections import Counter
+    from zoneinfo import ZoneInfo
+
+    from engine.life import checks
+    from engine.store import connect
+    from engine.store import life as store
+
+    home = Home("纽约", "America/New_York", "teacher")
+    kept = tmp_path / "year.db"
+    simulate(S, days=365, start=parse_start("2026-01-05T04:00", home.tz), birth=BIRTH, name="小安", step_s=3600.0,
+             keep=str(kept), home=home)
+    conn = connect(kept)
+    try:
+        events = store.life_events(conn, told_only=False)
+        rows = store.activities(conn, -1e18, 1e18)
+        seed = (store.get_inner_state(conn) or {}).get("seed_key") or "anima"
+    finally:
+        conn.close()
+
+    @cache
+    def world(date: dt.date):  # type: ignore[no-untyped-def]
+        return world_day(date, home.city, seed)
+
+    assert len(events) > 365
+    found = checks.run_all(checks.lines_from_rows(events, rows, ZoneInfo(home.tz)), world, checks.people_names())
+    counts = Counter({name: len(f) for name, f in found.items() if f})
+    first = [(f.check, f.event_id, f.word) for fs in found.values() for f in fs[:3]]
+    assert not counts, f"findings per check {dict(counts)}, first ids {first}"
+    said = [e["text"] for e in events]
+    assert not [t for t in said if "工作室" in t]
+    # her parents' home is still 老家 (a 中秋 call home); the city's places and trains are not hers
+    assert not [t for t in said if any(w in t for w in HANGZHOU_ONLY if w != "老家")]
