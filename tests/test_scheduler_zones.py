@@ -96,3 +96,37 @@ async def test_a_zone_first_seen_at_a_firing_gets_its_own_jobs(tmp_path: Path) -
     finally:
         await calendar.stop()
         await store.close()
+
+
+async def test_a_directory_host_serves_each_companion_in_her_own_zone(tmp_path: Path) -> None:
+    from zoneinfo import ZoneInfo as Zone
+
+    from engine.store import transaction
+    from engine.store.core import set_companion_handle
+    from tests.test_host import advance, make_host
+
+    for handle, city in (("sh", "上海"), ("ny", "纽约")):
+        conn = connect(tmp_path / f"{handle}.db")
+        try:
+            migrate(conn, now=START)
+            create_companion(conn, name=city, birth_local="1998-03-04 05:06", tz="Asia/Shanghai", place=None,
+                             sect=2, now=START - 86400, home=choose_home(HOST, city_name=city, role_name="护士"))
+            with transaction(conn):
+                set_companion_handle(conn, handle)
+        finally:
+            conn.close()
+    clock = FakeClock(START)
+    host = make_host(tmp_path, clock, interval_s=5.0, watch_s=0.0)
+    await host.start()
+    try:
+        await advance(host, clock, 6.0)
+        served = {h: rt.ctx.settings.life for h, rt in host.runtimes.items() if rt.ctx is not None}
+        assert {h: (life.city, life.tz, life.role) for h, life in served.items()} == {
+            "sh": ("上海", "Asia/Shanghai", "nurse"), "ny": ("纽约", "America/New_York", "nurse")}
+        calendar = host.calendar
+        assert calendar is not None and {"Asia/Shanghai", "America/New_York"} <= calendar.zones
+        for tz in ("Asia/Shanghai", "America/New_York"):
+            nxt = calendar.next_fire(CONSOLIDATE, tz)
+            assert nxt is not None and nxt.astimezone(Zone(tz)).hour == 3
+    finally:
+        await host.shutdown()
