@@ -51,6 +51,10 @@ def test_new_york_has_her_sun_zone_and_working_week() -> None:
     assert world_day(sunday, hz, "s").day_kind is DayKind.MAKEUP_WORKDAY
     # her weather is New York's climate: January there is colder than in 杭州
     assert ny.climate(1).low_c < hz.climate(1).low_c
+    # and its flowers: no 腊梅 in a January street there, cherry blossom and tulips in April
+    assert "腊梅" in world_day(dt.date(2025, 1, 20), hz, "s").sights
+    assert "腊梅" not in world_day(dt.date(2025, 1, 20), ny, "s").sights
+    assert {"樱花", "郁金香"} <= set(world_day(dt.date(2025, 4, 10), ny, "s").sights)
 
 
 def test_two_months_in_new_york_name_her_city_and_none_of_hangzhou() -> None:

@@ -13,7 +13,7 @@ from engine.errors import ConfigError, InputError
 
 # The order of the weather columns in data/cities.toml; engine/life/weather.py draws from these.
 WEATHERS: tuple[str, ...] = ("晴", "多云", "阴", "小雨", "大雨", "雪", "雾")
-ZONES: frozenset[str] = frozenset({"cold", "north", "jiangnan", "sichuan", "south"})
+ZONES: frozenset[str] = frozenset({"cold", "north", "jiangnan", "sichuan", "south", "us_northeast"})
 
 
 @dataclass(frozen=True)
