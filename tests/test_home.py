@@ -125,3 +125,25 @@ def test_status_shows_her_home(tmp_path: Path, capsys: pytest.CaptureFixture[str
                                            "role_title": "护士"}
     assert main(["--db", str(db), "status"]) == 0
     assert "lives in 纽约 (America/New_York), works as 护士" in capsys.readouterr().out
+
+
+async def test_v1_state_shows_her_home_and_her_zone(tmp_path: Path) -> None:
+    from engine.companion import create_companion
+    from tests.api_support import T0, ApiHarness
+
+    harness = ApiHarness(tmp_path)
+    conn = connect(harness.db_path)
+    try:
+        migrate(conn, now=T0)
+        create_companion(conn, name="小满", birth_local="1998-03-04 05:06", tz="Asia/Shanghai", place=None, sect=2,
+                         now=T0, home=choose_home(S, city_name="纽约", role_name="程序员"))
+    finally:
+        conn.close()
+    await harness.start()
+    try:
+        status, state = await harness.call("GET", "/v1/state")
+    finally:
+        await harness.stop()
+    assert status == 200
+    assert state["home"] == {"city": "纽约", "tz": "America/New_York", "role": "programmer", "role_title": "程序员"}
+    assert state["tz"] == "America/New_York" and state["now_iso"][-6:] in ("-05:00", "-04:00")
