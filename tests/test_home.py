@@ -147,3 +147,18 @@ async def test_v1_state_shows_her_home_and_her_zone(tmp_path: Path) -> None:
     assert status == 200
     assert state["home"] == {"city": "纽约", "tz": "America/New_York", "role": "programmer", "role_title": "程序员"}
     assert state["tz"] == "America/New_York" and state["now_iso"][-6:] in ("-05:00", "-04:00")
+
+
+def test_simulate_lives_in_her_files_home_or_the_one_asked_for(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "her.db"
+    assert main(["--db", str(db), "init", *BIRTH, "--city", "纽约", "--role", "护士"]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(db), "simulate", "--days", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["home"]["city"] == "纽约" and report["start"] == "2025-01-06T04:00:00-0500"
+    assert main(["--db", str(db), "simulate", "--days", "1", "--city", "成都", "--role", "程序员", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["home"] == {"city": "成都", "tz": "Asia/Shanghai", "role": "programmer", "role_title": "程序员"}
+    assert main(["--db", str(db), "simulate", "--days", "1", "--city", "东京"]) == 2
+    assert "unknown city '东京'" in capsys.readouterr().err

@@ -123,7 +123,9 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
                                             simulated=True))
         finally:
             conn.close()
-    return _report(companion, persona, rows, events, trace, start, days, tz)
+    report = _report(companion, persona, rows, events, trace, start, days, tz)
+    report["home"] = home.to_dict()   # where she lived the run and as what (engine/home.py)
+    return report
 
 
 @contextmanager
@@ -397,6 +399,9 @@ def _print_text(report: dict[str, Any]) -> None:
     c = report["companion"]
     print(f"{c['name']}  {' '.join(c['pillars'][p] for p in ('year', 'month', 'day', 'time'))}  "
           f"from {report['start']} for {report['days']} days")
+    home = report.get("home")
+    if home:
+        print(f"  lives in {home['city']} ({home['tz']}), works as {home['role_title']}")
     for key, value in report["persona"].items():
         print(f"  {key}: {value}")
     day = None
