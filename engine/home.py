@@ -59,7 +59,8 @@ def choose_home(settings: Settings, *, city_name: str | None = None, tz: str | N
 
     `city_name` is a city of her world; without it, a `tz` other than [life]'s picks the first city of her
     world in that zone (`--tz America/New_York` lives in 纽约), and no flag at all is the [life] default.
-    Her zone is always her city's: a city and a zone that disagree are refused.
+    Her zone is always her city's. With a city, `tz` is only her birth zone (born in 杭州, living in 纽约:
+    `--tz Asia/Shanghai --city 纽约`), so a city and a birth zone that differ are not a contradiction.
     """
     base = default_home(settings)
     if city_name is None:
@@ -74,9 +75,6 @@ def choose_home(settings: Settings, *, city_name: str | None = None, tz: str | N
     else:
         home_city = city_name
     place = city(home_city)  # InputError naming the known cities
-    if city_name is not None and tz is not None and tz != place.tz:
-        raise InputError(f"--tz {tz} contradicts --city {home_city}, whose zone is {place.tz}: "
-                         "drop --tz or pass the city's zone")
     zone = base.tz if city_name is None and home_city == base.city else place.tz
     try:
         rid = role(role_name).name if role_name is not None else base.role
