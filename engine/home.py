@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.errors import ConfigError, InputError
 from engine.life.place import City, cities, city
@@ -63,6 +64,11 @@ def choose_home(settings: Settings, *, city_name: str | None = None, tz: str | N
     `--tz Asia/Shanghai --city 纽约`), so a city and a birth zone that differ are not a contradiction.
     """
     base = default_home(settings)
+    if tz is not None:
+        try:
+            ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise InputError(f"tz must be an IANA time zone such as Asia/Shanghai, got {tz!r}") from None
     if city_name is None:
         if tz is None or tz == base.tz:
             home_city = base.city
