@@ -223,6 +223,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "draws": lambda f: bool(f.get("draws", True)),
     "studio": lambda f: bool(f.get("studio", True)),
     "metro": lambda f: bool(f.get("metro", True)),
+    "riding": lambda f: bool(f.get("riding", False)),
+    "job": lambda f: bool(f.get("job", True)),
     "chunjie": lambda f: f.get("festival") == "春节",
     "zhongqiu": lambda f: f.get("festival") == "中秋节",
     "noted": lambda f: bool(f.get("noted")),   # her day has a note (a letdown, a named cause): the journal says it

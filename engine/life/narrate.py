@@ -206,6 +206,8 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "draws": work.draws,
         "studio": work.place == "工作室",
         "metro": (scene.place if scene.kind == "commute" and scene.place else work.commute_place) == "地铁上",
+        "riding": (scene.place if scene.kind == "commute" and scene.place else work.commute_place) == "骑车路上",
+        "job": work.work_kind == "work",
     }
 
 
@@ -278,8 +280,10 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
     work = role(scene.role)
     if not work.draws:   # the words of her working day (engine/life/data/roles.toml)
         slots["workplace"] = work.place
-        lazy["work_doing"] = functools.partial(rng.choice, work.doing)
-        lazy["work_bad"] = functools.partial(rng.choice, work.bad_day)
+        if work.doing:
+            lazy["work_doing"] = functools.partial(rng.choice, work.doing)
+        if work.bad_day:
+            lazy["work_bad"] = functools.partial(rng.choice, work.bad_day)
     if scene.kind == "commute":
         slots["commute_way"] = COMMUTE_WAYS.get(scene.place or work.commute_place, "路上")
     spots = city(world.city).spots
