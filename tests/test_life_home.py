@@ -83,6 +83,13 @@ def test_a_teacher_never_goes_to_the_studio_and_an_illustrator_does() -> None:
     assert "工作室" in illustrator and "学校" not in illustrator
 
 
+def test_a_student_rides_her_bike_to_school_with_no_carriage_or_seat() -> None:
+    said = [t for _, t in lived(choose_home(S, role_name="学生"), "2025-03-03T04:00", 14)]
+    rides = [t for t in said if "骑车" in t]
+    assert rides and all("学校" in t for t in rides if "去" in t)
+    assert not [t for t in rides if any(w in t for w in ("车厢", "座位", "地铁", "上班"))]
+
+
 def test_a_role_names_the_causes_of_her_working_days() -> None:
     teacher, illustrator = role("teacher"), role("illustrator")
     causes = {c for _, c in (r for at in range(0, 86400 * 60, 3600)
