@@ -22,6 +22,7 @@ from engine.settings import Settings
 from engine.store import ops
 from engine.store.connect import database_file
 from engine.store.life import prune_trace
+from engine.store.memory import forget_generation
 
 SNAPSHOT = "snapshot"
 INTEGRITY = "integrity_check"
@@ -46,14 +47,43 @@ def to_rotate(names: list[str], keep: int) -> list[str]:
     return ours[:-keep] if keep > 0 else ours
 
 
-def take_snapshot(db_path: Path, now: float, keep: int) -> dict[str, Any]:
-    """Export her file (engine/snapshot.py: online backup, integrity_check, manifest) and rotate the old ones."""
+def scrub_snapshots(db_path: Path) -> int:
+    """After a forget: remove every copy of her this module made (nightly snapshots, their manifests, a
+    half-written one, a replica check's scratch folder); forget means gone from any copy a restore could
+    reach. Returns how many snapshots were removed (the caller queues a fresh one when there were some)."""
+    import shutil
+
+    removed = 0
+    folder = snapshot_folder(db_path)
+    if folder.is_dir():
+        for path in folder.iterdir():
+            if SNAPSHOT_NAME.match(path.name):
+                removed += 1
+            if path.name.startswith("snapshot-") and path.is_file():
+                path.unlink(missing_ok=True)
+    for scratch in db_path.parent.glob(f".{db_path.name}.verify-*"):
+        shutil.rmtree(scratch, ignore_errors=True)
+    return removed
+
+
+def take_snapshot(db_path: Path, now: float, keep: int, generation: Callable[[], int] | None = None) -> dict[str, Any]:
+    """Export her file (engine/snapshot.py: online backup, integrity_check, manifest) and rotate the old ones.
+
+    `generation` reads her forget generation: a forget that commits while the copy is taken may leave
+    what it forgot in the copy, so a changed generation throws the copy away (the job is retried). A
+    forget that commits after the check finds this snapshot in place and removes it (`scrub_snapshots`).
+    """
     from engine.snapshot import export, manifest_path
 
     folder = snapshot_folder(db_path)
     folder.mkdir(mode=0o750, exist_ok=True)
     dest = folder / snapshot_name(now)
+    before = generation() if generation is not None else None
     manifest = export(db_path, dest, now, overwrite=True)  # verified before it takes its name
+    if generation is not None and generation() != before:
+        dest.unlink(missing_ok=True)
+        manifest_path(dest).unlink(missing_ok=True)
+        raise StoreError("a forget ran while the snapshot was taken; the copy was discarded and will be taken again")
     removed = to_rotate([p.name for p in folder.iterdir()], keep)
     for name in removed:
         (folder / name).unlink(missing_ok=True)
@@ -69,7 +99,8 @@ def _db_path(conn: Any) -> Path:
 
 
 def run_snapshot(conn: Any, job: Job, settings: Settings, now: float) -> dict[str, Any]:
-    report = take_snapshot(_db_path(conn), now, settings.maintenance.snapshot_keep)
+    report = take_snapshot(_db_path(conn), now, settings.maintenance.snapshot_keep,
+                           generation=lambda: forget_generation(conn))
     with job_transaction(conn, job, now) as out:
         out.result = report
     return report
