@@ -169,3 +169,14 @@ def test_simulate_lives_in_her_files_home_or_the_one_asked_for(tmp_path: Path,
     assert report["home"] == {"city": "成都", "tz": "Asia/Shanghai", "role": "programmer", "role_title": "程序员"}
     assert main(["--db", str(db), "simulate", "--days", "1", "--city", "东京"]) == 2
     assert "unknown city '东京'" in capsys.readouterr().err
+
+
+def test_status_of_a_directory_gives_each_companion_her_home(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", "--dir", str(tmp_path), "--id", "ny", *BIRTH, "--city", "纽约", "--role", "中学老师"]) == 0
+    assert main(["init", "--dir", str(tmp_path), "--id", "hz", *BIRTH]) == 0
+    capsys.readouterr()
+    assert main(["status", "--dir", str(tmp_path), "--json"]) == 0
+    rows = {r["companion"]: r for r in json.loads(capsys.readouterr().out)["companions"]}
+    assert rows["ny"]["home"]["tz"] == "America/New_York" and rows["ny"]["home"]["role_title"] == "中学老师"
+    assert rows["hz"]["home"]["city"] == "杭州"
