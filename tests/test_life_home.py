@@ -62,6 +62,7 @@ def test_two_months_in_new_york_name_her_city_and_none_of_hangzhou() -> None:
     text = "".join(t for _, t in said)
     assert not [w for w in HANGZHOU_ONLY if w in text]
     assert any(spot in text for spot in city("纽约").spots)   # she goes out to places of New York
+    assert "贝果" in text and "鸡蛋灌饼" not in text and "黄焖鸡米饭" not in text   # and eats there
     # every instant is her local time, in New York's offsets (EST, then EDT from 03-09)
     assert {ts[-5:] for ts, _ in said} == {"-0500", "-0400"}
 

@@ -286,9 +286,11 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
             lazy["work_bad"] = functools.partial(rng.choice, work.bad_day)
     if scene.kind == "commute":
         slots["commute_way"] = COMMUTE_WAYS.get(scene.place or work.commute_place, "路上")
-    spots = city(world.city).spots
-    if spots:   # her city's own places to go out to (no 西湖边 in 纽约)
-        lazy["spot"] = functools.partial(rng.choice, spots)
+    home = city(world.city)
+    if home.spots:   # her city's own places to go out to (no 西湖边 in 纽约)
+        lazy["spot"] = functools.partial(rng.choice, home.spots)
+    for name, pool in home.words:   # and its own words for a pool (a bagel for breakfast in 纽约)
+        lazy[name] = functools.partial(rng.choice, pool)
     if scene.feeling_cause and scene.kind != "journal":   # the journal says it as her note of the day
         slots["cause"] = scene.feeling_cause
     who = scene.with_whom

@@ -37,6 +37,8 @@ class City:
     months: tuple[MonthClimate, ...]  # 12 entries, January first
     abroad: bool = False  # outside China: no 高铁 home, her parents a video call away (issue 24 item 7)
     spots: tuple[str, ...] = ()  # places in the city she goes out to (narration's {spot}); () = the general ones
+    # the city's own words for a narration word pool (engine/life/data/narration.toml [words]): 贝果 in 纽约
+    words: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __hash__(self) -> int:
         # The dataclass hash (of all fields, the twelve months' climate included), computed once: a City keys
@@ -89,8 +91,12 @@ def _parse_city(name: str, raw: dict[str, object]) -> City:
     spots = raw.get("spots", [])
     if not isinstance(spots, list) or not all(isinstance(s, str) and s for s in spots):
         raise ConfigError(f"{where} spots must be a list of place names")
+    words = raw.get("words", {})
+    if not isinstance(words, dict) or not all(
+            isinstance(pool, list) and pool and all(isinstance(w, str) and w for w in pool) for pool in words.values()):
+        raise ConfigError(f"{where} words must be a table of non-empty lists of words")
     return City(name=name, lat=lat, lon=lon, tz=tz, zone=zone, months=tuple(months), abroad=abroad,
-                spots=tuple(spots))
+                spots=tuple(spots), words=tuple((str(k), tuple(v)) for k, v in sorted(words.items())))
 
 
 @cache
