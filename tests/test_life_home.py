@@ -49,6 +49,14 @@ def test_new_york_has_her_sun_zone_and_working_week() -> None:
     sunday = dt.date(2025, 1, 26)
     assert world_day(sunday, ny, "s").day_kind is DayKind.WEEKEND
     assert world_day(sunday, hz, "s").day_kind is DayKind.MAKEUP_WORKDAY
+    # the US public holidays are hers off there (a Thursday in November, a Friday in July), not in 杭州
+    for date, name in ((dt.date(2025, 11, 27), "感恩节"), (dt.date(2025, 7, 4), "独立日"),
+                       (dt.date(2025, 5, 26), "阵亡将士纪念日"), (dt.date(2025, 9, 1), "劳动节"),
+                       (dt.date(2025, 12, 25), "圣诞节")):
+        day = world_day(date, ny, "s")
+        assert (day.day_kind, day.holiday) == (DayKind.HOLIDAY, name), date
+        assert world_day(date, hz, "s").day_kind is not DayKind.HOLIDAY
+    assert world_day(dt.date(2025, 11, 27), ny, "s").festival == "感恩节"
     # her weather is New York's climate: January there is colder than in 杭州
     assert ny.climate(1).low_c < hz.climate(1).low_c
     # and its flowers: no 腊梅 in a January street there, cherry blossom and tulips in April

@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from engine.life.calendar import CalendarDay, DayKind, day_of
+from engine.life.abroad import abroad_day
+from engine.life.calendar import DayKind, day_of
 from engine.life.daylight import daylight_on
 from engine.life.place import City, city
 from engine.life.season import Season, climatic_season, sights_in_season, solar_season, solar_term_on
@@ -44,18 +45,10 @@ class WorldDay:
         return self.day_kind in (DayKind.WEEKEND, DayKind.HOLIDAY)
 
 
-def abroad_day(cal: CalendarDay) -> CalendarDay:
-    """A date as she lives it abroad: Monday to Friday are workdays, no Chinese statutory holiday, no make-up
-    workday, no Spring Festival week at her parents'; the festivals are still hers (she calls home on 除夕 and 中秋).
-    The host country's own public holidays are not modelled (a Chinese calendar is all her world knows)."""
-    kind = DayKind.WEEKEND if cal.date.weekday() >= 5 else DayKind.WORKDAY
-    return CalendarDay(cal.date, kind, None, cal.festival, False, exact=cal.exact)
-
-
 def world_day(date: dt.date, place: City | str, seed: str | int) -> WorldDay:
     """Build the world of `date` in `place` (a City or its name; unknown -> InputError) for companion `seed`."""
     home = city(place) if isinstance(place, str) else place
-    cal = abroad_day(day_of(date)) if home.abroad else day_of(date)
+    cal = abroad_day(day_of(date), home.holidays) if home.abroad else day_of(date)
     light = daylight_on(date, home)
     weather = weather_on(date, home, seed)
     return WorldDay(
