@@ -180,3 +180,15 @@ def test_status_of_a_directory_gives_each_companion_her_home(tmp_path: Path,
     rows = {r["companion"]: r for r in json.loads(capsys.readouterr().out)["companions"]}
     assert rows["ny"]["home"]["tz"] == "America/New_York" and rows["ny"]["home"]["role_title"] == "中学老师"
     assert rows["hz"]["home"]["city"] == "杭州"
+
+
+def test_cli_times_without_an_offset_are_in_her_zone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    db = tmp_path / "her.db"
+    assert main(["--db", str(db), "init", *BIRTH, "--city", "纽约"]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(db), "life", "add", "小时候养过一只猫", "--ts", "2025-01-06T09:00", "--json"]) == 0
+    added = json.loads(capsys.readouterr().out)
+    assert added["ts"] == datetime(2025, 1, 6, 9, 0, tzinfo=ZoneInfo("America/New_York")).timestamp()
