@@ -128,5 +128,10 @@ async def test_a_directory_host_serves_each_companion_in_her_own_zone(tmp_path: 
         for tz in ("Asia/Shanghai", "America/New_York"):
             nxt = calendar.next_fire(CONSOLIDATE, tz)
             assert nxt is not None and nxt.astimezone(Zone(tz)).hour == 3
+        await host.reload()   # what SIGHUP runs: new host settings, each companion still in her own zone
+        ny = host.runtimes["ny"].ctx
+        assert ny is not None and (ny.settings.life.city, ny.settings.life.tz) == ("纽约", "America/New_York")
+        nxt = host.calendar.next_fire(CONSOLIDATE, "America/New_York") if host.calendar else None
+        assert nxt is not None and nxt.astimezone(Zone("America/New_York")).hour == 3
     finally:
         await host.shutdown()
