@@ -84,6 +84,13 @@ def test_the_spring_festival_abroad_is_a_video_call_home_not_a_train() -> None:
     assert {"2025-01-28", "2025-01-29"} <= worked   # 除夕 and 初一 are working days there
 
 
+def test_the_mid_autumn_call_from_new_york_reaches_her_parents_the_next_morning() -> None:
+    calls = [t for ts, t in lived(NEW_YORK, "2025-10-06T04:00", 2) if ts.startswith("2025-10-06") and "中秋" in t
+             and "视频" in t]
+    assert calls and not [t for t in calls if "边吃月饼边赏月" in t or "举给我看" in t]
+    assert all("第二天早上" in t or "昨晚" in t for t in calls), calls
+
+
 def test_a_teacher_never_goes_to_the_studio_and_an_illustrator_does() -> None:
     teacher = "".join(t for _, t in lived(choose_home(S, role_name="中学老师"), "2025-03-03T04:00", 14))
     illustrator = "".join(t for _, t in lived(choose_home(S, role_name="插画师"), "2025-03-03T04:00", 14))

@@ -225,6 +225,7 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "metro": lambda f: bool(f.get("metro", True)),
     "riding": lambda f: bool(f.get("riding", False)),
     "job": lambda f: bool(f.get("job", True)),
+    "abroad": lambda f: bool(f.get("abroad", False)),   # she lives outside China (her parents a night away)
     "chunjie": lambda f: f.get("festival") == "春节",
     "zhongqiu": lambda f: f.get("festival") == "中秋节",
     "noted": lambda f: bool(f.get("noted")),   # her day has a note (a letdown, a named cause): the journal says it

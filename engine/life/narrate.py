@@ -208,6 +208,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "metro": (scene.place if scene.kind == "commute" and scene.place else work.commute_place) == "地铁上",
         "riding": (scene.place if scene.kind == "commute" and scene.place else work.commute_place) == "骑车路上",
         "job": work.work_kind == "work",
+        "abroad": city(world.city).abroad,
     }
 
 
