@@ -40,6 +40,7 @@ from engine.life.state import (
     mood_params,
     world_of,
 )
+from engine.life.story import away_ids
 from engine.life.week import leave_by, shape_of
 from engine.life.world import WorldDay
 
@@ -237,8 +238,10 @@ def _situation(ctx: LifeContext, state: LifeState, t: float, previous: str | Non
         energy=energy_level(ctx, state, t), mood_dev=mood_dev(ctx, state), last_social_at=max(known) if known else None,
         previous=previous, tz=ctx.tz, tired_energy=ctx.settings.life.tired_energy,
         lonely_after_h=ctx.settings.life.lonely_after_h, needs=needs,
-        friends_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="same_city")),
-        family_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="hometown")), sleep_end=sleep_end)
+        friends_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="same_city", seed_key=state.seed_key,
+                                                           away=away_ids(state.story))),
+        family_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="hometown", seed_key=state.seed_key,
+                                                          away=away_ids(state.story))), sleep_end=sleep_end)
 
 
 def wake_for(ctx: LifeContext, state: LifeState, t: float) -> float:
@@ -348,9 +351,10 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     if kind == "cook" and outcome is Outcome.DONE and state.plan is not None and not _dined(state):
         state = state.evolve(plan={**state.plan, "cooked_at": round(at, 3)})
     who = detail.get("with")
-    member = cast_model.cast().get(who) if who else None
+    member = cast_model.cast_of(state.seed_key).get(who) if who else None
     # Seeing someone counts for everyone; a call counts only for those far away (a call is not a meeting).
-    if member and outcome is Outcome.DONE and (kind != "call_friend" or member.lives == "hometown"):
+    far = member is not None and cast_model.lives_of(member, away_ids(state.story)) == "hometown"
+    if member and outcome is Outcome.DONE and (kind != "call_friend" or far):
         state = state.evolve(met={**state.met, member.id: round(at, 3)})
     day = state.plan["day"] if state.plan else day_of(at, ctx.tz)
     place = detail.get("place") or spec.place
@@ -367,7 +371,7 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
     """The narrated sentence for this activity, and the story state after it (None: use the fallback)."""
     ended = local_time(at, ctx.tz)
     who = cur["detail"].get("with")
-    member = cast_model.cast().get(who) if who else None
+    member = cast_model.cast_of(state.seed_key).get(who) if who else None
     scene = Scene(kind=cur["kind"], moment=moment, started=local_time(float(cur["started_at"]), ctx.tz), ended=ended,
                   world=world_of(ended.date(), ctx.city, state.seed_key), outcome=outcome,
                   with_whom=Companion(member.id, member.name, member.relation) if member else None,
@@ -382,13 +386,16 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
 def _felt(ctx: LifeContext, state: LifeState, at: float, outcome: Outcome) -> dict[str, Any]:
     """The Scene's feeling fields: her strongest feeling and its cause, and the band her words take."""
     top = feel.strongest(state.feelings, at)
+    dev = mood_model.values(state.mood, ctx.mp)[0] - ctx.mp.baseline[0]
+    mood_band = "neg" if dev <= -VALENCE_BAND_DEV else "pos" if dev >= VALENCE_BAND_DEV else "flat"
     if outcome is Outcome.DISAPPOINTED:
         band = "neg"
     elif top is not None and top["i"] >= FEELING_BAND_AT:
         band = "pos" if feel.sign_of(top["name"]) == "pos" else "neg"
+        if mood_band != "flat" and band != mood_band:
+            band = "flat"   # a feeling against a clearly other mood: neither wins her words (no 失落 on a glad day)
     else:
-        dev = mood_model.values(state.mood, ctx.mp)[0] - ctx.mp.baseline[0]
-        band = "neg" if dev <= -VALENCE_BAND_DEV else "pos" if dev >= VALENCE_BAND_DEV else "flat"
+        band = mood_band
     tab = feel.table()
     if top is None or not (top["i"] >= NAMED_AT or at - top["since"] <= NAMED_FOR_S):
         return {"band": band}

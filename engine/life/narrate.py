@@ -317,7 +317,7 @@ def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: s
             and not home_call(scene):   # a festival call home is about the festival, not a friend's news
         who = scene.with_whom
         shown = type(who)(id=who.id, name=who_word or who.name, relation=who.relation)
-        return st.advance_line(data, scene, shown, tables["storyline"])
+        return st.advance_line(data, scene, shown, tables["storyline"], seed)
     return st.Told()
 
 
