@@ -15,7 +15,7 @@ from engine.life.cast import Member, cast, parents
 from engine.life.catalogue import CATEGORY_WHY, MEALS, ROUTINE_CATEGORIES, ActivitySpec, catalogue
 from engine.life.localtime import HOUR, MINUTE, local_hour, rng_for
 from engine.life.plan import after_anchor, next_anchor
-from engine.life.week import Anchor
+from engine.life.week import Anchor, trip_places
 from engine.life.world import WorldDay
 from engine.persona import Persona
 
@@ -25,6 +25,8 @@ WEATHER_APPEAL = {"晴": 1.4, "多云": 1.1, "阴": 0.9, "小雨": 0.15, "大雨
 # At her parents' for the Spring Festival she does what one does at home with family.
 FAMILY_KINDS = frozenset({"family_visit", "reading", "drama", "walk", "daydream", "call_friend", "music", "journal",
                           "outing"})
+# Away on a golden-week trip she does what one does between sights at a guesthouse (issue 24 item 4).
+TRIP_KINDS = frozenset({"reading", "daydream", "call_friend", "journal", "drama", "cafe"})
 OFF_DAY_KINDS = {"outing": 3.0, "meet_friend": 2.0, "movie": 2.0, "shopping": 2.5, "cafe": 2.0, "bake": 2.0,
                  "cook": 1.5, "chores": 1.5}
 # Chores that come from her household state; when not due they keep only this share of their appeal.
@@ -125,7 +127,8 @@ def _anchor_choice(s: Situation, anchor: Anchor, rng: random.Random, specs: dict
            "festival": "festival"}.get(spec.category, "routine")
     with_id = None
     done = s.plan.get("done", ())
-    at_home_town = "travel_back" not in done and (s.world.festival != "除夕" or "travel_home" in done)
+    travels_home = any(a[0] == "travel_home" for a in s.plan["anchors"])
+    at_home_town = "travel_back" not in done and (not travels_home or "travel_home" in done)
     if s.plan.get("shape") == "family" and anchor.kind in ("festival", *MEALS) and at_home_town:
         # with her parents only while she is there: not before the train home, not after the train back (issue 24)
         with_id = next((m.id for m in parents()), None)
@@ -159,6 +162,8 @@ def _candidates(s: Situation, specs: dict[str, ActivitySpec], room: float, hour:
         if awake_h < spec.after_wake_h or bed_h < spec.before_bed_h:
             continue
         if shape == "family" and kind not in FAMILY_KINDS:
+            continue
+        if shape == "trip" and kind not in TRIP_KINDS:
             continue
         if at_work and kind not in AT_WORK_KINDS:
             continue
@@ -220,8 +225,13 @@ def _dusk_h(s: Situation) -> float:
 
 
 def _place(s: Situation, kind: str, specs: dict[str, ActivitySpec]) -> str:
-    if s.plan.get("shape") == "family" and not specs[kind].out:
-        return "老家"
+    if s.plan.get("shape") == "family" and (not specs[kind].out or kind == "family_visit"):
+        return "老家"   # staying at her parents': time with them is at their home
+    if s.plan.get("shape") == "trip" and not specs[kind].out:
+        places = trip_places(s.world, s.seed_key)
+        back = [a[3] for a in s.plan["anchors"] if a[0] == "travel_back" and a[3] is not None]
+        if places is not None and not (back and s.t >= back[0]):
+            return places[1]   # her guesthouse until the train has brought her home
     return specs[kind].place
 
 

@@ -214,7 +214,7 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "cooked": lambda f: bool(f.get("cooked")),
     "before_supper": lambda f: bool(f.get("before_supper")),
     # the Spring Festival at her parents' (issue 24, acceptance 4): the train home and back, meals there, 除夕, 初一
-    "train": lambda f: f.get("place") in ("回老家的高铁上", "回城的高铁上"),
+    "train": lambda f: f.get("place") in ("回老家的高铁上", "回城的高铁上") or bool(f.get("trip")),
     "train_home": lambda f: f.get("place") == "回老家的高铁上",
     "train_back": lambda f: f.get("place") == "回城的高铁上",
     "at_parents": lambda f: bool(f.get("at_parents")),
@@ -227,6 +227,16 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "home_call": lambda f: bool(f.get("home_call")),   # a festival call home (中秋, 清明), not a chat
     "moon_sky": lambda f: f.get("weather") in ("晴", "多云"),   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
+    # issue 24 item 4: away on a golden-week trip; a minor festival (lived in one act, named once a day); which one
+    "trip": lambda f: bool(f.get("trip")),
+    "minor_festival": lambda f: bool(f.get("minor_festival")),
+    "fest_said": lambda f: bool(f.get("fest_said")),
+    "laba": lambda f: f.get("festival") == "腊八节",
+    "yuanxiao": lambda f: f.get("festival") == "元宵节",
+    "duanwu": lambda f: f.get("festival") == "端午节",
+    "qixi": lambda f: f.get("festival") == "七夕节",
+    "chongyang": lambda f: f.get("festival") == "重阳节",
+    "dongzhi": lambda f: f.get("festival") == "冬至",
 }
 
 

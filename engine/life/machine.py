@@ -250,7 +250,7 @@ def wake_for(ctx: LifeContext, state: LifeState, t: float) -> float:
     wake = energy_model.crossing(state.energy.s, t, ep, asleep=True)
     wake = min(max(wake, t + MIN_SLEEP_H * HOUR), t + MAX_SLEEP_H * HOUR)
     wake_day = day_of(wake, ctx.tz)   # the morning she wakes into (her day turns at 04:00)
-    if shape_of(_world(ctx, state, wake_day)) == "work":
+    if shape_of(_world(ctx, state, wake_day), state.seed_key) == "work":
         alarm = leave_by(ctx.role, wake_day, ctx.tz, state.seed_key)
         if alarm is not None and alarm < wake:
             wake = max(alarm, t + SHORTEST_NIGHT_H * HOUR)

@@ -23,6 +23,7 @@ from engine.life import story as st
 from engine.life.grammar import expand, grammar, sentence
 from engine.life.scene import Moment, Outcome, Scene
 from engine.life.season import sights
+from engine.life.trip import place_on_trip
 from engine.life.wording import cn_count, cn_decimal_half, cn_number, duration_phrase
 
 SILENT_KINDS = frozenset({"chat"})  # the chat itself is the user's memory, not a life event
@@ -47,8 +48,16 @@ SLOT_NAMES = frozenset({
     "sight_line", "fruit", "festival_food",
     "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
     "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
-    "next_plant", "look", "name", "news", "topic", "cause", "note",
+    "next_plant", "look", "name", "news", "topic", "cause", "note", "trip_city", "trip_food", "spot",
 })
+# Issue 24 item 4: a minor festival is lived as one fitting act, said once (腊八粥 for dinner, 粽子 at lunch, a call
+# home on 重阳), not a prefix on every sentence; the act's words are its kind's `fest` clauses.
+FESTIVAL_ACTS = {"腊八节": "dinner", "元宵节": "dinner", "端午节": "lunch", "七夕节": "dinner", "重阳节": "call_friend",
+                 "冬至": "dinner"}
+# What a place on a golden-week trip makes of an activity there (engine/life/trip.py): the story event whose
+# clauses say it (the train there and back, a sight, a meal at a local eatery).
+TRIP_EVENTS = {("commute", "go"): "trip_go", ("commute", "back"): "trip_back", ("outing", "spot"): "trip_spot",
+               ("lunch", "meal"): "trip_meal", ("dinner", "meal"): "trip_meal", ("breakfast", "meal"): "trip_meal"}
 FAMILY_WORDS = {"mother": "妈妈", "father": "爸爸"}  # a daughter says 妈妈, not her mother's name
 
 
@@ -158,7 +167,7 @@ def weather_at(world: Any, moment: dt.datetime) -> str:
 def home_call(scene: Scene) -> bool:
     """A festival call home (中秋, 清明; engine/life/week.py festival_anchors): to her parents, about the day."""
     return (scene.kind == "call_friend" and scene.with_whom is not None
-            and scene.with_whom.relation in FAMILY_WORDS and scene.world.festival in ("中秋节", "清明节"))
+            and scene.with_whom.relation in FAMILY_WORDS and scene.world.festival in ("中秋节", "清明节", "重阳节"))
 
 
 def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
@@ -194,6 +203,8 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
             scene.with_whom is not None and scene.with_whom.relation in FAMILY_WORDS
             and scene.kind in ("breakfast", "lunch", "dinner")),
         "user_cause": scene.feeling_cause.startswith("你"),
+        "trip": place_on_trip(scene.place) is not None,
+        "minor_festival": world.festival in FESTIVAL_ACTS,
     }
 
 
@@ -263,6 +274,13 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
         slots["new_year"] = "过年"
     if scene.place:
         slots["place"] = scene.place
+        on_trip = place_on_trip(scene.place)
+        if on_trip is not None:
+            trip, what = on_trip
+            slots["trip_city"] = trip.city
+            lazy["trip_food"] = functools.partial(rng.choice, trip.food)
+            if what == "spot":
+                slots["spot"] = scene.place
     if scene.feeling_cause and scene.kind != "journal":   # the journal says it as her note of the day
         slots["cause"] = scene.feeling_cause
     who = scene.with_whom
@@ -345,6 +363,11 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
     slots.update(told.slots)
     outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
     facts = facts_of(scene, outdoor)
+    event = told.event
+    day = _her_day(scene).isoformat()
+    facts["fest_said"] = data.get("fest_said") == day
+    if event is None and scene.moment is Moment.COMPLETED and scene.outcome is Outcome.DONE:
+        event = _occasion(scene, facts)
     _read_note(data, scene, facts, slots)
     facts["tail"] = rng.random() < FLAT_TAIL_CHANCE
     facts["pos_say"] = rng.random() < POS_PLAIN_CHANCE
@@ -357,14 +380,37 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
     # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
     wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
-    clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted,
+    clauses = expand(rng, scene.kind, moment, facts, slots, event, wanted,
                      frozenset({avoid_tail}) if avoid_tail else frozenset())
     _take_note(data, scene, moment, slots.get("verb", ""))
+    if clauses is not None and world_festival_said(scene, clauses) and data.get("fest_said") != day:
+        data["fest_said"] = day   # the festival is named once a day (issue 24: 「今天是腊八节，」 on 6 of 16)
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
         return None, after
     glad = facts["band"] == "pos" and moment == "done" and rng.random() < 0.25
     return sentence(clauses, exclaim=glad), after
+
+
+def world_festival_said(scene: Scene, clauses: list[str]) -> bool:
+    """Whether the sentence names today's festival (by name, or 腊八/端午 … without 节)."""
+    name = scene.world.festival
+    return name is not None and any(name.removesuffix("节") in c for c in clauses)
+
+
+def _occasion(scene: Scene, facts: Mapping[str, Any]) -> str | None:
+    """The event a completed activity is an occasion for: a sight, a meal or the train of a golden-week trip, or
+    today's minor festival lived in its one act (the dinner of 腊八粥, the lunch of 粽子, the call home on 重阳)."""
+    on_trip = place_on_trip(scene.place)
+    if on_trip is not None:
+        return TRIP_EVENTS.get((scene.kind, on_trip[1]))
+    festival = scene.world.festival
+    if festival == "中秋节" and scene.kind == "festival" and facts["at_parents"]:
+        return "moon"   # 中秋 at her parents' in the golden week: the evening with 月饼 and the moon
+    if festival in FESTIVAL_ACTS and FESTIVAL_ACTS[festival] == scene.kind and not facts["at_parents"] \
+            and not facts["fest_said"] and (scene.kind != "call_friend" or facts["home_call"]):
+        return "fest"
+    return None
 
 
 def _her_day(scene: Scene) -> dt.date:

@@ -11,14 +11,23 @@ from typing import Any
 
 from engine import energy as energy_model
 from engine.life.localtime import HOUR, MINUTE, at_local, local_hour, rng_for
-from engine.life.week import Anchor, Role, family_anchors, festival_anchors, shape_of, work_anchors
+from engine.life.week import (
+    Anchor,
+    Role,
+    family_anchors,
+    festival_anchors,
+    shape_of,
+    trip_anchors,
+    trip_places,
+    work_anchors,
+)
 from engine.life.world import WorldDay
 from engine.persona import Persona
 
 LATER_BEFORE_REST_H = 0.75   # she stays up later when tomorrow is free
 MOOD_LATER_MAX_H = 0.5       # aroused or low, she goes to bed up to this much later
 BEDTIME_SD_MIN = 22.0        # night-to-night spread of bedtime around the process-S forecast
-NAP_BASE = {"work": 0.0, "off": 0.3, "family": 0.35}   # chance of a nap on a day with a full night
+NAP_BASE = {"work": 0.0, "off": 0.3, "family": 0.35, "trip": 0.1}   # chance of a nap on a day with a full night
 NAP_PER_SHORT_H = 0.2        # ... plus this per hour slept under 7.5 h
 NAP_FREE_WORKDAY = 0.12      # working from home she can lie down after lunch
 
@@ -35,7 +44,7 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
               slept_h: float | None) -> dict[str, Any]:
     """The anchors of her day from `t` (she woke at `woke_at`, or her life is picked up at `t`)."""
     rng = rng_for(seed_key, day, "plan")
-    shape = shape_of(world)
+    shape = shape_of(world, seed_key)
     shift = persona.chronotype_shift_h
     wake = woke_at if woke_at is not None else t
     anchors: list[Anchor] = []
@@ -43,8 +52,10 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
         anchors += work_anchors(role, day, tz, seed_key)
     elif shape == "family":
         anchors += family_anchors(world, day, tz, seed_key)
-    if shape != "family":
-        anchors += festival_anchors(world, day, tz, seed_key)
+    elif shape == "trip":
+        anchors += trip_anchors(world, day, tz, seed_key)
+    if shape != "family":   # on a trip only the call home (no moon walk downstairs: she is not home)
+        anchors += [a for a in festival_anchors(world, day, tz, seed_key) if shape != "trip" or a.key == "call_home"]
     fixed = {a.kind for a in anchors}
     if woke_at is not None and local_hour(wake, tz) < 10.5:
         breakfast = wake + rng.uniform(10, 20 if shape == "work" else 40) * MINUTE
@@ -75,6 +86,8 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
                and (a.at > t - 5 * MINUTE or (a.end is not None and a.end > t + 10 * MINUTE))]
     anchors.append(Anchor("wash", "wash", sleep_at - rng.uniform(20, 32) * MINUTE, sleep_at, "家"))
     anchors.sort(key=lambda a: a.at)
+    if shape == "trip":
+        anchors = _away_places(anchors, world, seed_key)
     short = max(0.0, 7.5 - slept_h) if slept_h is not None else 0.0
     nap_chance = NAP_BASE[shape] + (NAP_FREE_WORKDAY if shape == "work" and role.place == "家" else 0.0)
     nap_chance = min(0.9, nap_chance + (NAP_PER_SHORT_H * short if nap_chance > 0 else 0.0))
@@ -82,6 +95,21 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
             "anchors": [[a.key, a.kind, round(a.at, 3), None if a.end is None else round(a.end, 3), a.place]
                         for a in anchors],
             "done": [], "naps": 0, "nap": rng.random() < nap_chance, "counts": {}}
+
+
+def _away_places(anchors: list[Anchor], world: WorldDay, seed_key: str) -> list[Anchor]:
+    """On a trip she eats at a local eatery and washes at her guesthouse, until the train home has brought her back."""
+    places = trip_places(world, seed_key)
+    if places is None:
+        return anchors
+    eat, sleep = places
+    home_at = max((a.end or a.at for a in anchors if a.key == "travel_back"), default=None)
+    out = []
+    for a in anchors:
+        if a.place == "家" and (home_at is None or a.at < home_at):
+            a = Anchor(a.key, a.kind, a.at, a.end, sleep if a.kind == "wash" or a.key == "breakfast" else eat)
+        out.append(a)
+    return out
 
 
 def next_anchor(plan: dict[str, Any], t: float) -> Anchor:
