@@ -72,6 +72,7 @@ def measure(tree: str, days: int, start_text: str) -> dict[str, Any]:
                 conn.close()
         out["charts"][chart] = _figures(report, trace, cpu_s)
         out["charts"][chart]["two_dinner_evenings"] = _two_dinners(events, rows, settings.life.tz)
+        out["charts"][chart].update(_routine(rows, settings.life.tz))
         titles[chart] = _titles(report)
         friends[chart] = _friend_names(report)
     a, b = (titles[c] for c in CHARTS)
@@ -98,6 +99,24 @@ def _two_dinners(events: list[dict[str, Any]], rows: list[dict[str, Any]], tz: s
     if slips is None:
         return None
     return len({f.why.split(" after ")[0] for f in slips.check_dinners(lines)})
+
+
+def _routine(rows: list[dict[str, Any]], tz: str) -> dict[str, Any]:
+    """A less ideal routine (issue 24 item 5): the share of workdays she leaves the studio at 18:00 sharp (the
+    ride home starting within a minute of it), and the days with a 午休, a skipped breakfast, phone time and a
+    cold (counted from the activities and the day plan's marks that reach them)."""
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(tz)
+    home = [dt.datetime.fromtimestamp(float(r["started_at"]), zone) for r in rows
+            if r["kind"] == "commute" and r["detail"].get("anchor") == "commute_pm"]
+    sharp = sum(1 for t in home if t.hour == 18 and t.minute == 0 or (t.hour == 17 and t.minute == 59))
+    desk = {_day_of(dt.datetime.fromtimestamp(float(r["started_at"]), zone).isoformat()) for r in rows
+            if r["kind"] == "nap" and r["detail"].get("place") == "工位"}
+    phone = {_day_of(dt.datetime.fromtimestamp(float(r["started_at"]), zone).isoformat()) for r in rows
+             if r["kind"] == "phone"}
+    return {"workdays_home": len(home), "leaves_at_18_share": round(sharp / len(home), 4) if home else None,
+            "desk_nap_days": len(desk), "phone_days": len(phone)}
 
 
 def _titles(report: dict[str, Any]) -> set[str]:

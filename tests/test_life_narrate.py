@@ -34,7 +34,7 @@ ZONE = ZoneInfo("Asia/Shanghai")
 KINDS = ["sleep", "nap", "breakfast", "lunch", "dinner", "reading", "journal", "drawing", "music", "walk",
          "exercise", "call_friend", "chores", "groceries", "study", "drama", "daydream", "commute", "work", "cook",
          "bake", "meet_friend", "family_visit", "outing", "movie", "cafe", "plants", "laundry", "wash", "shopping",
-         "festival"]
+         "festival", "phone"]
 FRIEND = Companion("xiaomei", "小美", "friend")
 MOTHER = Companion("mom", "林秀芬", "mother")
 POSITIVE = ("越看越喜欢", "开心", "满足", "轻松了", "暖暖", "不赖", "越看越有意思", "舒坦", "舍不得")

@@ -83,6 +83,15 @@ def choose(s: Situation) -> Choice:
     wake = plan.get("wake_at")
     awake_h = (t - wake) / HOUR if wake is not None else 24.0
     bed_h = (plan["sleep_at"] - t) / HOUR
+    if s.previous == "sleep" and room >= 12 * MINUTE:
+        opening = _waking_routine(s, rng, anchor.at)
+        if opening is not None:
+            return opening
+    if (plan.get("desk_nap") and plan["naps"] == 0 and _between_work_blocks(s) and s.previous == "lunch"
+            and room >= 15 * MINUTE):
+        # 午休 (issue 24 item 5): after lunch she puts her head down on her desk until the afternoon starts
+        end = min(anchor.at, t + rng.randint(15, 35) * MINUTE)
+        return Choice("nap", "tired", anchor.at if anchor.at - end < 15 * MINUTE else end, place="工位")
     if plan["naps"] == 0 and NAP_HOURS[0] <= hour < NAP_HOURS[1] and room >= 25 * MINUTE and bed_h > 4 and (
             plan.get("nap") or s.energy < s.tired_energy):
         return Choice("nap", "tired", min(anchor.at, t + _draw_minutes(rng, specs["nap"]) * MINUTE))
@@ -105,6 +114,20 @@ def choose(s: Situation) -> Choice:
     if anchor.at - end < 15 * MINUTE:
         end = anchor.at  # no scraps of time before a meal or bed: she just keeps going a little longer
     return Choice(kind, why, end, place=_place(s, kind, specs), with_id=_with(s, kind, rng))
+
+
+# How her mornings open (issue 24: every day opened with 发呆): lying in with the phone, straight to washing up,
+# or whatever she chooses next (a moment at the window among it).
+WAKE_PHONE, WAKE_WASH = 0.35, 0.35
+
+
+def _waking_routine(s: Situation, rng: random.Random, until: float) -> Choice | None:
+    pick = rng.random()
+    if pick < WAKE_PHONE:
+        return Choice("phone", "relax", min(until, s.t + 5 * rng.randint(2, 8) * MINUTE), place="床上")
+    if pick < WAKE_PHONE + WAKE_WASH:
+        return Choice("wash", "routine", min(until, s.t + rng.randint(10, 20) * MINUTE), place="家")
+    return None
 
 
 def _anchor_choice(s: Situation, anchor: Anchor, rng: random.Random, specs: dict[str, ActivitySpec]) -> Choice:
@@ -165,6 +188,8 @@ def _candidates(s: Situation, specs: dict[str, ActivitySpec], room: float, hour:
             continue
         if shape == "trip" and kind not in TRIP_KINDS:
             continue
+        if s.plan.get("sick") not in (None, "last") and (spec.category == "exercise" or spec.min_energy >= 0.5):
+            continue   # with a cold she stays in: no run, no outing, no evening out (issue 24 item 5)
         if at_work and kind not in AT_WORK_KINDS:
             continue
         if kind == "family_visit" and shape != "family":

@@ -237,6 +237,16 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "qixi": lambda f: f.get("festival") == "七夕节",
     "chongyang": lambda f: f.get("festival") == "重阳节",
     "dongzhi": lambda f: f.get("festival") == "冬至",
+    # issue 24 item 5: a less ideal routine (phone in bed, 午休 at her desk, overtime, a cold)
+    "in_bed": lambda f: f.get("place") == "床上",
+    "desk": lambda f: f.get("place") == "工位",
+    "overtime": lambda f: bool(f.get("overtime")),
+    "late_home": lambda f: bool(f.get("late_home")),
+    "sick": lambda f: bool(f.get("sick")),
+    "dwell": lambda f: bool(f.get("dwell")),   # one sentence in a few dwells on what is on her mind
+    "sick_first": lambda f: f.get("sick") == "first",
+    "sick_last": lambda f: f.get("sick") == "last",
+    "skipped": lambda f: bool(f.get("skipped")),
 }
 
 
@@ -274,7 +284,7 @@ def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mappi
     heads = {part[:HEAD] for clause in said for part in clause.split("，")}
     for alt in usable:
         text = fill(alt.text, slots) if alt.slots else alt.text   # nothing to fill: no regex pass
-        if text in avoid:
+        if text in avoid or (avoid and text.rsplit("，", 1)[-1] in avoid):   # the tail her last sentence ended on
             continue
         if any(part[:HEAD] in heads for part in text.split("，")):
             continue

@@ -18,11 +18,12 @@ from engine import feelings as feel
 from engine import mood as mood_model
 from engine.life import cast as cast_model
 from engine.life import household as house_model
+from engine.life import illness
 from engine.life.catalogue import ActivitySpec, catalogue
 from engine.life.choose import RAIN, Choice, Situation, choose
 from engine.life.fallback import abandoned_text, completion_text, details_for, resumed_text
 from engine.life.localtime import HOUR, MINUTE, day_of, local_time, rng_for
-from engine.life.narrate import StoryState, narrate, tail_of
+from engine.life.narrate import StoryState, deadline_near, narrate, tail_of
 from engine.life.plan import make_plan, next_anchor
 from engine.life.scene import Companion, Moment, Outcome, Scene
 from engine.life.state import (
@@ -76,6 +77,9 @@ NAMED_FOR_S = 90 * MINUTE
 DINNER_KEYS = ("dinner", "nianyefan")
 
 
+BEDTIME_SCROLL = 0.35       # share of nights she takes her phone to bed first
+SCROLL_LONG = 0.35          # ... and of those, how often it runs far longer than meant
+SCROLL_MIN = (40, 50, 60, 75, 90)
 COOKED_WITHIN_S = 3 * HOUR   # a dish cooked this long before dinner is that dinner
 
 
@@ -187,9 +191,14 @@ def _wake_up(ctx: LifeContext, state: LifeState, at: float, slept_h: float, mood
     slept = round(slept_h, 3)
     state = state.evolve(house=house_model.new_day(state.house), slept_h=slept)
     if mood_on:
-        tone = mood_model.waking_tone(state.seed_key, dt.date.fromisoformat(day_of(at, ctx.tz)), slept, ctx.mp)
-        state = state.evolve(day_tone=tone, feelings=tuple(feel.apply_raises(
-            state.feelings, feel.waking_raises(slept, ctx.mp.sleep_need_h), at)))
+        date = dt.date.fromisoformat(day_of(at, ctx.tz))
+        cold = illness.cold_on(state.seed_key, date)
+        tone = mood_model.waking_tone(state.seed_key, date, slept, ctx.mp) - illness.tone_cost(cold)
+        raises = feel.waking_raises(slept, ctx.mp.sleep_need_h)
+        sick = illness.tired_raise(cold)
+        if sick is not None:   # a cold: tired for a cause she names (issue 24 item 5)
+            raises = [*raises, ([("tired", sick[0])], sick[1])]
+        state = state.evolve(day_tone=tone, feelings=tuple(feel.apply_raises(state.feelings, raises, at)))
         state = retarget(ctx, state, at, "sleep")
     return _new_plan(ctx, state, at, woke_at=at)
 
@@ -221,7 +230,8 @@ def _new_plan(ctx: LifeContext, state: LifeState, t: float, woke_at: float | Non
     plan = make_plan(state.seed_key, t, day, state.energy, energy_params(ctx.settings, ctx.persona, t), ctx.persona,
                      ctx.tz, role=ctx.role, world=world, tomorrow=tomorrow, woke_at=woke_at,
                      half_width_h=ctx.settings.life.sleep_window_h, mood_dev=mood_dev(ctx, state),
-                     slept_h=state.slept_h)
+                     slept_h=state.slept_h, crunch=deadline_near(state.story, state.seed_key),
+                     sick=illness.stage(illness.cold_on(state.seed_key, dt.date.fromisoformat(day))))
     return state.evolve(plan=plan)
 
 
@@ -271,6 +281,15 @@ def _choose_and_start(ctx: LifeContext, state: LifeState, t: float, previous: st
         rng = rng_for(state.seed_key, plan["day"], "unsettled", round(t, 3))
         choice = Choice("daydream", "unsettled", t + _lie_awake_s(rng), place="家")
         plan["lay_awake"] = True
+    elif sleep_end is not None and not plan.get("scrolled") and not plan.get("lay_awake"):
+        # in bed with her phone first, now and then far longer than she meant (issue 24 item 5: 短视频)
+        plan["scrolled"] = True
+        rng = rng_for(state.seed_key, plan["day"], "scroll")
+        if rng.random() < BEDTIME_SCROLL:
+            minutes = rng.choice(SCROLL_MIN) if rng.random() < SCROLL_LONG else rng.randint(10, 25)
+            choice = Choice("phone", "relax", t + minutes * MINUTE, place="床上")
+        else:
+            choice = choose(_situation(ctx, state, t, previous, sleep_end))
     else:
         choice = choose(_situation(ctx, state, t, previous, sleep_end))
     if choice.anchor is not None and choice.anchor != "sleep":
@@ -378,6 +397,9 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
                   place=cur["detail"].get("place"), valence=mood_model.values(state.mood, ctx.mp)[0],
                   remaining_s=remaining_s, dined=cur["kind"] not in DINNER_KEYS and _dined(state),
                   cooked=cur["kind"] == "dinner" and _cooked_before(state, float(cur["started_at"])),
+                  sick=illness.stage(illness.cold_on(state.seed_key, dt.date.fromisoformat(day_of(at, ctx.tz)))),
+                  skipped=bool(state.plan and state.plan.get("skipped_breakfast")
+                               and cur["detail"].get("anchor") == "commute_am"),
                   **_felt(ctx, state, at, outcome))
     text, story = narrate(scene, StoryState.adopt(state.story), state.seed_key, state.last_tail)
     return text, story.data

@@ -54,6 +54,8 @@ SLOT_NAMES = frozenset({
 # home on 重阳), not a prefix on every sentence; the act's words are its kind's `fest` clauses.
 FESTIVAL_ACTS = {"腊八节": "dinner", "元宵节": "dinner", "端午节": "lunch", "七夕节": "dinner", "重阳节": "call_friend",
                  "冬至": "dinner"}
+OVERTIME_FROM_H = 18.5   # her studio day ends at 18:00; from half past, she stayed late
+DEADLINE_SHARE = 0.7     # of her project's hours done: its deadline is near (engine/life/week.py CRUNCH_LATE)
 # What a place on a golden-week trip makes of an activity there (engine/life/trip.py): the story event whose
 # clauses say it (the train there and back, a sight, a meal at a local eatery).
 TRIP_EVENTS = {("commute", "go"): "trip_go", ("commute", "back"): "trip_back", ("outing", "spot"): "trip_spot",
@@ -204,6 +206,11 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
             and scene.kind in ("breakfast", "lunch", "dinner")),
         "user_cause": scene.feeling_cause.startswith("你"),
         "trip": place_on_trip(scene.place) is not None,
+        # issue 24 item 5: she stayed at the studio past 18:30; she went home after that; a cold; no breakfast
+        "overtime": scene.kind == "work" and scene.place == "工作室" and _clock(scene.ended) >= OVERTIME_FROM_H,
+        "late_home": scene.kind == "commute" and scene.ended.hour >= 12 and _clock(scene.started) >= OVERTIME_FROM_H,
+        "sick": scene.sick,
+        "skipped": scene.skipped,
         "minor_festival": world.festival in FESTIVAL_ACTS,
     }
 
@@ -392,10 +399,38 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
     return sentence(clauses, exclaim=glad), after
 
 
+def _routine_event(scene: Scene, facts: Mapping[str, Any]) -> str | None:
+    """What of a less ideal routine this sentence must say (issue 24 item 5): a cold on waking, a 午休 at her desk,
+    leaving without breakfast, staying late before a deadline."""
+    if scene.kind == "sleep" and scene.sick:
+        return "sick"
+    if scene.kind == "nap" and scene.place == "工位":
+        return "desk"
+    if scene.kind == "commute" and scene.skipped:
+        return "skipped"
+    if facts["overtime"]:
+        return "overtime"
+    return None
+
+
 def world_festival_said(scene: Scene, clauses: list[str]) -> bool:
     """Whether the sentence names today's festival (by name, or 腊八/端午 … without 节)."""
     name = scene.world.festival
     return name is not None and any(name.removesuffix("节") in c for c in clauses)
+
+
+def _clock(moment: dt.datetime) -> float:
+    return moment.hour + moment.minute / 60
+
+
+def deadline_near(story: Mapping[str, Any], seed: str) -> bool:
+    """Whether her studio project is nearly due (DEADLINE_SHARE of its hours done): the days she works late."""
+    cur = story.get("project")
+    if not isinstance(cur, dict):
+        return False
+    projects = _ordered(seed, "project", grammar().data["story"]["project"])
+    project = projects[int(cur.get("index", 0)) % len(projects)]
+    return float(cur.get("work_min", 0)) >= DEADLINE_SHARE * float(project["hours"]) * 60
 
 
 def _occasion(scene: Scene, facts: Mapping[str, Any]) -> str | None:
@@ -404,6 +439,9 @@ def _occasion(scene: Scene, facts: Mapping[str, Any]) -> str | None:
     on_trip = place_on_trip(scene.place)
     if on_trip is not None:
         return TRIP_EVENTS.get((scene.kind, on_trip[1]))
+    routine = _routine_event(scene, facts)
+    if routine is not None:
+        return routine
     festival = scene.world.festival
     if festival == "中秋节" and scene.kind == "festival" and facts["at_parents"]:
         return "moon"   # 中秋 at her parents' in the golden week: the evening with 月饼 and the moon

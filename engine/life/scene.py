@@ -59,6 +59,10 @@ class Scene:
     feeling_cause: str = ""
     dined: bool = False  # her dinner is already eaten today (no second dinner in her words, issue 24)
     cooked: bool = False  # she cooked a dish shortly before this meal: the meal is that dish
+    # Issue 24 item 5: the day of a cold she has (first / on / last, '' without: engine/life/illness.py) and
+    # whether she left without breakfast this morning (said on the way to work)
+    sick: str = ""
+    skipped: bool = False
 
     @property
     def minutes(self) -> int:
