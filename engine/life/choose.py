@@ -83,8 +83,8 @@ def choose(s: Situation) -> Choice:
     wake = plan.get("wake_at")
     awake_h = (t - wake) / HOUR if wake is not None else 24.0
     bed_h = (plan["sleep_at"] - t) / HOUR
-    if s.previous == "sleep" and room >= 12 * MINUTE:
-        opening = _waking_routine(s, rng, anchor.at)
+    if s.previous == "sleep" and room >= 3 * MINUTE:
+        opening = _waking_routine(s, rng, anchor.at, room)
         if opening is not None:
             return opening
     if (plan.get("desk_nap") and plan["naps"] == 0 and _between_work_blocks(s) and s.previous == "lunch"
@@ -118,11 +118,14 @@ def choose(s: Situation) -> Choice:
 
 # How her mornings open (issue 24: every day opened with 发呆): lying in with the phone, straight to washing up,
 # or whatever she chooses next (a moment at the window among it).
-WAKE_PHONE, WAKE_WASH = 0.35, 0.35
+WAKE_PHONE, WAKE_WASH = 0.4, 0.3
 
 
-def _waking_routine(s: Situation, rng: random.Random, until: float) -> Choice | None:
+def _waking_routine(s: Situation, rng: random.Random, until: float, room: float) -> Choice | None:
     pick = rng.random()
+    if room < 12 * MINUTE:   # breakfast is nearly due: a few minutes with the phone in bed, or up and washed
+        return Choice("phone" if pick < WAKE_PHONE else "wash", "relax" if pick < WAKE_PHONE else "routine", until,
+                      place="床上" if pick < WAKE_PHONE else "家")
     if pick < WAKE_PHONE:
         return Choice("phone", "relax", min(until, s.t + 5 * rng.randint(2, 8) * MINUTE), place="床上")
     if pick < WAKE_PHONE + WAKE_WASH:

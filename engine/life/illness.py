@@ -22,18 +22,36 @@ TIRED = (0.7, 0.55, 0.35)        # the tired feeling it raises on waking, likewi
 CAUSES = ("好像感冒了", "感冒还没好", "感冒还没好利索")
 
 
+WELL_BETWEEN_DAYS = 10   # a new cold starts at least this long after the last one ended
+
+
+def _drawn(seed_key: str, block: int) -> tuple[dt.date, int] | None:
+    first = dt.date.fromordinal(max(1, block * BLOCK_DAYS))
+    rng = rng_for(seed_key, "cold", block)
+    if rng.random() >= CHANCE_BY_MONTH[first.month]:
+        return None
+    return first + dt.timedelta(days=rng.randint(0, BLOCK_DAYS - 1)), rng.randint(*DAYS)
+
+
+def _cold_of(seed_key: str, block: int) -> tuple[dt.date, int] | None:
+    """The cold a block holds (start, days), unless it would follow the previous block's too closely."""
+    cold = _drawn(seed_key, block)
+    before = _drawn(seed_key, block - 1)
+    if cold is not None and before is not None and \
+            cold[0] < before[0] + dt.timedelta(days=before[1] + WELL_BETWEEN_DAYS):
+        return None
+    return cold
+
+
 def cold_on(seed_key: str, date: dt.date) -> tuple[int, int] | None:
     """(day of the cold from 1, its length) when she has a cold on `date`, else None."""
     for block in (date.toordinal() // BLOCK_DAYS, date.toordinal() // BLOCK_DAYS - 1):
-        first = dt.date.fromordinal(block * BLOCK_DAYS)
-        rng = rng_for(seed_key, "cold", block)
-        if rng.random() >= CHANCE_BY_MONTH[first.month]:
+        cold = _cold_of(seed_key, block)
+        if cold is None:
             continue
-        start = first + dt.timedelta(days=rng.randint(0, BLOCK_DAYS - 1))
-        length = rng.randint(*DAYS)
-        day = (date - start).days + 1
-        if 1 <= day <= length:
-            return day, length
+        day = (date - cold[0]).days + 1
+        if 1 <= day <= cold[1]:
+            return day, cold[1]
     return None
 
 

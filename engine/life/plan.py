@@ -34,7 +34,8 @@ NAP_FREE_WORKDAY = 0.12      # working from home she can lie down after lunch
 # workdays (more after a short night or with a cold); a workday breakfast is skipped now and then, more often
 # after a short night; a cold sends her to bed earlier and to a nap more often.
 DESK_NAP = 0.3
-SKIP_BREAKFAST = 0.08
+SKIP_BREAKFAST = 0.35
+LATE_MORNING_MIN = 80         # up less than this long before she leaves for work: a late morning
 SKIP_AFTER_SHORT_NIGHT = 0.3
 SHORT_NIGHT_H = 6.5
 SICK_EARLIER_H = 0.75
@@ -69,11 +70,12 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
     if shape != "family":   # on a trip only the call home (no moon walk downstairs: she is not home)
         anchors += [a for a in festival_anchors(world, day, tz, seed_key) if shape != "trip" or a.key == "call_home"]
     fixed = {a.kind for a in anchors}
-    # only on a morning the alarm woke her (she has just the time to get ready): a late morning
+    # only on a late morning (up not long before she must leave, or after a short night)
     leave = min((a.at for a in anchors if a.kind in ("commute", "work", "study")), default=None)
-    skipped = (shape == "work" and woke_at is not None and leave is not None and wake >= leave - 55 * MINUTE
-               and rng.random() < SKIP_BREAKFAST + (
-                   SKIP_AFTER_SHORT_NIGHT if slept_h is not None and slept_h < SHORT_NIGHT_H else 0.0))
+    short_night = slept_h is not None and slept_h < SHORT_NIGHT_H
+    late = leave is not None and (wake >= leave - LATE_MORNING_MIN * MINUTE or short_night)
+    skipped = (shape == "work" and woke_at is not None and late
+               and rng.random() < SKIP_BREAKFAST + (SKIP_AFTER_SHORT_NIGHT if short_night else 0.0))
     if woke_at is not None and local_hour(wake, tz) < 10.5 and not skipped:
         breakfast = wake + rng.uniform(10, 20 if shape == "work" else 40) * MINUTE
         anchors.append(Anchor("breakfast", "breakfast", breakfast, None, "家"))
