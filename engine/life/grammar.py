@@ -247,6 +247,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "sick_first": lambda f: f.get("sick") == "first",
     "sick_last": lambda f: f.get("sick") == "last",
     "skipped": lambda f: bool(f.get("skipped")),
+    "good_news": lambda f: bool(f.get("good_news")),   # a friend's storyline ended (mostly well): she is glad for them
+    "temp_now_ok": lambda f: bool(f.get("temp_now_ok")),
 }
 
 

@@ -13,7 +13,9 @@ import copy
 import datetime as dt
 import functools
 import hashlib
+import math
 import random
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +36,14 @@ RESUME_AT_LEAST_MIN = 1
 # Issue 24: how often a sentence with no named feeling in a flat band may end on a stock tail ("日子就是这样");
 # a rare choice, not the default (they were half of all sentences).
 FLAT_TAIL_CHANCE = 0.1
-POS_PLAIN_CHANCE = 0.35   # likewise the plain glad words (心情挺好 …): not at the end of every sentence of a good day
+POS_PLAIN_CHANCE = 0.35
+EXCLAIM_CHANCE = 0.35     # of glad sentences that end on her glad words
+# A sentence that carries someone else's news or a milestone of hers (a storyline beat, a finished book) takes
+# no low stock tail: 「小雨说报了驾校，准备考驾照，心里空落落的」 does not fit (issue 24). Only a feeling with a
+# cause she names (what the user told her) is said beside such news.
+NEWS_EVENTS = frozenset({"line_new", "line_next", "line_end", "line_after", "finished", "delivered", "smooth",
+                         "grew", "ended", "new", "phase", "fest", "moon", "trip_go", "trip_spot", "trip_meal",
+                         "trip_back"})   # likewise the plain glad words (心情挺好 …): not at the end of every sentence of a good day
 # How often a low moment says how she feels (else the sentence may go without), and how often a feeling whose cause
 # the user told her is said with that cause: she thinks of it through the day, not in every sentence.
 LOW_SAYS_FEELING = 0.6
@@ -48,7 +57,7 @@ SLOT_NAMES = frozenset({
     "sight_line", "fruit", "festival_food",
     "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
     "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
-    "next_plant", "look", "name", "news", "topic", "cause", "note", "trip_city", "trip_food", "spot",
+    "next_plant", "look", "name", "news", "topic", "cause", "note", "trip_city", "trip_food", "spot", "temp_now",
 })
 # Issue 24 item 4: a minor festival is lived as one fitting act, said once (腊八粥 for dinner, 粽子 at lunch, a call
 # home on 重阳), not a prefix on every sentence; the act's words are its kind's `fest` clauses.
@@ -172,6 +181,22 @@ def home_call(scene: Scene) -> bool:
             and scene.with_whom.relation in FAMILY_WORDS and scene.world.festival in ("中秋节", "清明节", "重阳节"))
 
 
+DIURNAL_MIN_H, DIURNAL_MAX_H = 6.0, 14.5   # the coolest hour near sunrise, the warmest mid-afternoon
+
+
+def temp_at(world: Any, moment: dt.datetime) -> float:
+    """The temperature of the hour (issue 24 item 5): the day's low near dawn rising to its high at 14:30, then
+    falling through the evening and night (a cosine between the two)."""
+    hour = moment.hour + moment.minute / 60 + (24 if moment.date() > world.date else 0)
+    low, high = float(world.temp_low_c), float(world.temp_high_c)
+    if DIURNAL_MIN_H <= hour <= DIURNAL_MAX_H:
+        share = 0.5 - 0.5 * math.cos(math.pi * (hour - DIURNAL_MIN_H) / (DIURNAL_MAX_H - DIURNAL_MIN_H))
+    else:
+        since = (hour - DIURNAL_MAX_H) % 24
+        share = 0.5 + 0.5 * math.cos(math.pi * since / (24 - (DIURNAL_MAX_H - DIURNAL_MIN_H)))
+    return low + (high - low) * share
+
+
 def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     """The facts the grammar's conditions read (engine/life/grammar.py CONDITIONS)."""
     world = scene.world
@@ -211,6 +236,9 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "late_home": scene.kind == "commute" and scene.ended.hour >= 12 and _clock(scene.started) >= OVERTIME_FROM_H,
         "sick": scene.sick,
         "skipped": scene.skipped,
+        # the hour's own temperature is said only when it is not the day's low at midday (engine/life/slips.py)
+        "temp_now_ok": not (10 <= scene.ended.hour < 17 and round(temp_at(world, scene.ended)) == round(
+            world.temp_low_c)),
         "minor_festival": world.festival in FESTIVAL_ACTS,
     }
 
@@ -259,6 +287,7 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
     numbers: dict[str, Callable[[], str]] = {
         "high": lambda: _degrees(world.temp_high_c),
         "low": lambda: _degrees(world.temp_low_c),
+        "temp_now": lambda: _degrees(temp_at(world, scene.ended)),
         "steps": lambda: cn_number(max(100, 100 * round(minutes * rng.uniform(*WALK_STEPS_PER_MIN) / 100))) + "步",
         "km": lambda: cn_decimal_half(minutes / 60 * rng.uniform(*WALK_KMH), "公里"),
         "run_km": lambda: cn_decimal_half(minutes / 60 * rng.uniform(*RUN_KMH), "公里"),
@@ -382,6 +411,10 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
     waking = scene.kind == "sleep"
     facts["dwell"] = rng.random() < DWELL_CHANCE or waking
     says_feeling = rng.random() < LOW_SAYS_FEELING or waking
+    if event in NEWS_EVENTS and facts["band"] == "neg" and not scene.feeling_cause \
+            and scene.outcome is not Outcome.DISAPPOINTED:
+        facts["band"], says_feeling = "flat", False   # the news is the sentence; no low tail that does not fit it
+    facts["good_news"] = event == "line_end"
     moment = {Moment.RESUMED: "resumed", Moment.ABANDONED: "abandoned"}.get(scene.moment)
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
@@ -395,8 +428,28 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
         return None, after
-    glad = facts["band"] == "pos" and moment == "done" and rng.random() < 0.25
+    # "！" only where the sentence earns it: a glad moment that ends on her glad words (issue 24: not on
+    # 「和琳琳打了二十五分钟电话！」)
+    glad = facts["band"] == "pos" and moment == "done" and glad_tail(clauses[-1]) and rng.random() < EXCLAIM_CHANCE
     return sentence(clauses, exclaim=glad), after
+
+
+@functools.cache
+def _glad_patterns() -> tuple[re.Pattern[str], ...]:
+    """Her glad words: every feeling clause (shared or a kind's own) said only in a glad band or of a glad
+    feeling, as a pattern (a {slot} matches any words)."""
+    g = grammar()
+    glad = {"pos", "good_news", *(f"f_{name}" for name in ("glad", "warm", "content", "lively", "hopeful", "relieved"))}
+    alts = [*g.common.get("feeling", ()), *(a for k in g.kinds.values() for key, v in k.clauses.items()
+                                            if key.split(".")[0] == "feeling" for a in v)]
+    return tuple(re.compile("".join(".+" if part.startswith("{") else re.escape(part)
+                                    for part in re.split(r"(\{[a-z_]+\})", alt.text)) + "$")
+                 for alt in alts if glad & set(alt.conditions))
+
+
+def glad_tail(clause: str) -> bool:
+    """Whether a clause is one of her glad feeling clauses (the only place a 「！」 is earned)."""
+    return any(p.match(clause) for p in _glad_patterns())
 
 
 def _routine_event(scene: Scene, facts: Mapping[str, Any]) -> str | None:
