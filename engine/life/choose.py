@@ -125,9 +125,9 @@ def _waking_routine(s: Situation, rng: random.Random, until: float, room: float)
     pick = rng.random()
     if room < 12 * MINUTE:   # breakfast is nearly due: a few minutes with the phone in bed, or up and washed
         return Choice("phone" if pick < WAKE_PHONE else "wash", "relax" if pick < WAKE_PHONE else "routine", until,
-                      place="床上" if pick < WAKE_PHONE else "家")
+                      place="被窝里" if pick < WAKE_PHONE else "家")
     if pick < WAKE_PHONE:
-        return Choice("phone", "relax", min(until, s.t + 5 * rng.randint(2, 8) * MINUTE), place="床上")
+        return Choice("phone", "relax", min(until, s.t + 5 * rng.randint(2, 8) * MINUTE), place="被窝里")
     if pick < WAKE_PHONE + WAKE_WASH:
         return Choice("wash", "routine", min(until, s.t + rng.randint(10, 20) * MINUTE), place="家")
     return None

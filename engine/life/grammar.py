@@ -238,7 +238,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "chongyang": lambda f: f.get("festival") == "重阳节",
     "dongzhi": lambda f: f.get("festival") == "冬至",
     # issue 24 item 5: a less ideal routine (phone in bed, 午休 at her desk, overtime, a cold)
-    "in_bed": lambda f: f.get("place") == "床上",
+    "in_bed": lambda f: f.get("place") in ("床上", "被窝里"),
+    "lying_in": lambda f: f.get("place") == "被窝里",   # in bed after waking (床上: in bed before sleep)
     "desk": lambda f: f.get("place") == "工位",
     "overtime": lambda f: bool(f.get("overtime")),
     "late_home": lambda f: bool(f.get("late_home")),

@@ -74,8 +74,14 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
     leave = min((a.at for a in anchors if a.kind in ("commute", "work", "study")), default=None)
     short_night = slept_h is not None and slept_h < SHORT_NIGHT_H
     late = leave is not None and (wake >= leave - LATE_MORNING_MIN * MINUTE or short_night)
-    skipped = (shape == "work" and woke_at is not None and late
+    skipped = (shape == "work" and woke_at is not None and late and leave is not None
                and rng.random() < SKIP_BREAKFAST + (SKIP_AFTER_SHORT_NIGHT if short_night else 0.0))
+    if skipped and leave is not None:
+        # why there was no time: she lay in with her phone, then rushed to get ready (no course, no chores)
+        ready = leave - rng.randint(12, 20) * MINUTE
+        if ready > wake + 2 * MINUTE:
+            anchors.append(Anchor("lie_in", "phone", wake + MINUTE, ready, "被窝里"))
+        anchors.append(Anchor("ready", "wash", max(ready, wake + MINUTE), leave, "家"))
     if woke_at is not None and local_hour(wake, tz) < 10.5 and not skipped:
         breakfast = wake + rng.uniform(10, 20 if shape == "work" else 40) * MINUTE
         anchors.append(Anchor("breakfast", "breakfast", breakfast, None, "家"))
