@@ -191,7 +191,8 @@ def _candidates(s: Situation, specs: dict[str, ActivitySpec], room: float, hour:
             continue
         if shape == "trip" and kind not in TRIP_KINDS:
             continue
-        if s.plan.get("sick") not in (None, "last") and (spec.category == "exercise" or spec.min_energy >= 0.5):
+        if s.plan.get("sick") not in (None, "last") and (spec.category == "exercise" or spec.min_energy >= 0.5
+                                                          or (spec.out and kind not in s.needs)):
             continue   # with a cold she stays in: no run, no outing, no evening out (issue 24 item 5)
         if at_work and kind not in AT_WORK_KINDS:
             continue

@@ -250,6 +250,7 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "skipped": lambda f: bool(f.get("skipped")),
     "good_news": lambda f: bool(f.get("good_news")),   # a friend's storyline ended (mostly well): she is glad for them
     "temp_now_ok": lambda f: bool(f.get("temp_now_ok")),
+    "play": lambda f: bool(f.get("play")),   # an outing, a friend, a film: 玩得挺开心 fits it (not work, not a meal)
 }
 
 

@@ -19,7 +19,7 @@ CHANCE_BY_MONTH = {12: 0.4, 1: 0.4, 2: 0.35, 3: 0.3, 4: 0.2, 5: 0.15, 6: 0.1, 7:
 DAYS = (3, 5)
 TONE_COST = (0.09, 0.06, 0.03)   # valence off her day's tone on the first, second and later days
 TIRED = (0.7, 0.55, 0.35)        # the tired feeling it raises on waking, likewise
-CAUSES = ("好像感冒了", "感冒还没好", "感冒还没好利索")
+CAUSES = ("感冒了", "感冒还没好", "感冒还没好利索")
 
 
 WELL_BETWEEN_DAYS = 10   # a new cold starts at least this long after the last one ended

@@ -37,7 +37,8 @@ RESUME_AT_LEAST_MIN = 1
 # a rare choice, not the default (they were half of all sentences).
 FLAT_TAIL_CHANCE = 0.1
 POS_PLAIN_CHANCE = 0.35
-EXCLAIM_CHANCE = 0.35     # of glad sentences that end on her glad words
+EXCLAIM_CHANCE = 0.35
+PLAY_KINDS = frozenset({"outing", "meet_friend", "shopping", "movie", "cafe", "walk", "family_visit", "festival"})     # of glad sentences that end on her glad words
 # A sentence that carries someone else's news or a milestone of hers (a storyline beat, a finished book) takes
 # no low stock tail: 「小雨说报了驾校，准备考驾照，心里空落落的」 does not fit (issue 24). Only a feeling with a
 # cause she names (what the user told her) is said beside such news.
@@ -236,6 +237,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         "late_home": scene.kind == "commute" and scene.ended.hour >= 12 and _clock(scene.started) >= OVERTIME_FROM_H,
         "sick": scene.sick,
         "skipped": scene.skipped,
+        "play": scene.kind in PLAY_KINDS,
         # the hour's own temperature is said only when it is not the day's low at midday (engine/life/slips.py)
         "temp_now_ok": not (10 <= scene.ended.hour < 17 and round(temp_at(world, scene.ended)) == round(
             world.temp_low_c)),
