@@ -104,3 +104,35 @@ def test_laba_is_one_act_named_once_not_a_prefix(chart) -> None:
     named = [t for t in said if "腊八" in t]
     assert len(named) == 1 and "腊八粥" in named[0]
     assert not [t for t in said if t.startswith("今天是")]
+
+
+MINOR = {"腊八节": ("腊八", "腊八粥"), "元宵节": ("元宵", "汤圆"), "端午节": ("端午", "粽"), "七夕节": ("七夕", "七夕"),
+         "重阳节": ("重阳", "重阳"), "冬至": ("冬至", "冬至")}
+
+
+@cache
+def year(chart: str) -> dict[str, list[str]]:
+    start = parse_start("2025-01-06T04:00", S.life.tz)
+    report = simulate(S, days=365, start=start, birth=(CHARTS[chart], "Asia/Shanghai", 2), name="小安",
+                      step_s=3600.0)
+    out: dict[str, list[str]] = {}
+    for e in report["life_events"]:
+        out.setdefault(e["ts"][:10], []).append(e["text"])
+    return out
+
+
+@pytest.mark.parametrize("chart", ["A", "B"])
+def test_minor_festivals_are_one_act_named_at_most_once(chart) -> None:
+    days = year(chart)
+    from engine.life.calendar import festival_on
+
+    lived = 0
+    for when in (dt.date(2025, 1, 6) + dt.timedelta(days=i) for i in range(365)):
+        name = festival_on(when)
+        if name not in MINOR:
+            continue
+        word, act = MINOR[name]
+        said = [t for t in days.get(when.isoformat(), []) if word in t]
+        assert len(said) <= 1, (when, said)
+        lived += bool(said and act in said[0])
+    assert lived >= 4   # most are lived (a dinner out with a friend may take the place of the act)
