@@ -84,6 +84,12 @@ def test_the_spring_festival_abroad_is_a_video_call_home_not_a_train() -> None:
     assert {"2025-01-28", "2025-01-29"} <= worked   # 除夕 and 初一 are working days there
 
 
+def test_the_first_week_of_october_in_new_york_is_a_working_week_not_a_golden_week() -> None:
+    worked = {ts[:10] for ts, kind in timeline(NEW_YORK, "2025-09-29T04:00", 9) if kind == "work"}
+    assert {"2025-10-01", "2025-10-02", "2025-10-03", "2025-10-06", "2025-10-07"} <= worked
+    assert not [t for _, t in lived(NEW_YORK, "2025-09-29T04:00", 9) if "高铁" in t or "民宿" in t]
+
+
 def test_the_mid_autumn_call_from_new_york_reaches_her_parents_the_next_morning() -> None:
     calls = [t for ts, t in lived(NEW_YORK, "2025-10-06T04:00", 2) if ts.startswith("2025-10-06") and "中秋" in t
              and "视频" in t]
