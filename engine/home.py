@@ -16,7 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.errors import ConfigError, InputError
-from engine.life.place import City, cities, city
+from engine.life.place import cities, city
 from engine.life.week import role, role_id, roles
 from engine.recent import RecentMap
 from engine.settings import Settings
@@ -47,11 +47,6 @@ def home_of(companion: dict[str, Any] | None, settings: Settings) -> Home:
     base = default_home(settings)
     return Home(city=str(companion["home_city"]), tz=str(companion.get("home_tz") or base.tz),
                 role=str(companion.get("work_role") or base.role))
-
-
-def place_of(home: Home) -> City:
-    """Her city: coordinates, zone and climate (engine/life/place.py), for everything that reads her place."""
-    return city(home.city)
 
 
 def choose_home(settings: Settings, *, city_name: str | None = None, tz: str | None = None,
