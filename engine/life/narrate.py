@@ -417,11 +417,15 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
             and scene.outcome is not Outcome.DISAPPOINTED:
         facts["band"], says_feeling = "flat", False   # the news is the sentence; no low tail that does not fit it
     facts["good_news"] = event == "line_end"
+    facts["worry_news"] = bool(told.slots.get("worry")) and event in ("line_new", "line_next")
+    if facts["worry_news"] and not scene.feeling_cause:
+        # her words answer the worrying news (with concern), not a glad or low feeling of her own
+        facts["feeling"], facts["band"], says_feeling = None, "flat", True
     moment = {Moment.RESUMED: "resumed", Moment.ABANDONED: "abandoned"}.get(scene.moment)
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
     # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
-    wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
+    wanted = frozenset({"feeling"}) if (facts["band"] == "neg" or facts["worry_news"]) and says_feeling else frozenset()
     clauses = expand(rng, scene.kind, moment, facts, slots, event, wanted,
                      frozenset({avoid_tail}) if avoid_tail else frozenset())
     _take_note(data, scene, moment, slots.get("verb", ""))
@@ -444,9 +448,11 @@ def _glad_patterns() -> tuple[re.Pattern[str], ...]:
     glad = {"pos", "good_news", *(f"f_{name}" for name in ("glad", "warm", "content", "lively", "hopeful", "relieved"))}
     alts = [*g.common.get("feeling", ()), *(a for k in g.kinds.values() for key, v in k.clauses.items()
                                             if key.split(".")[0] == "feeling" for a in v)]
+    # the plain glad words of a good mood (心情挺好 …, drawn by pos_say) say it quietly: a 「！」 is for a feeling
+    # with something behind it (a call, an outing, a story she loves)
     return tuple(re.compile("".join(".+" if part.startswith("{") else re.escape(part)
                                     for part in re.split(r"(\{[a-z_]+\})", alt.text)) + "$")
-                 for alt in alts if glad & set(alt.conditions))
+                 for alt in alts if glad & set(alt.conditions) and "pos_say" not in alt.conditions)
 
 
 def glad_tail(clause: str) -> bool:
