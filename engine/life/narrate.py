@@ -241,6 +241,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         # the hour's own temperature is said only when it is not the day's low at midday (engine/life/slips.py)
         "temp_now_ok": not (10 <= scene.ended.hour < 17 and round(temp_at(world, scene.ended)) == round(
             world.temp_low_c)),
+        "temp_now_c": temp_at(world, scene.ended),
         "minor_festival": world.festival in FESTIVAL_ACTS,
     }
 
