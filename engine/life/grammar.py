@@ -252,6 +252,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "worry_news": lambda f: bool(f.get("worry_news")),   # a worrying beat of someone's storyline
     "family": lambda f: f["with_whom"] is not None and f["with_whom"].relation in ("mother", "father"),   # a friend's storyline ended (mostly well): she is glad for them
     "temp_now_ok": lambda f: bool(f.get("temp_now_ok")),
+    "rain_coming": lambda f: f.get("rain_turn") == "coming",   # the hour before a rainy day's rain starts
+    "rain_over": lambda f: f.get("rain_turn") == "over",       # the hours after it stopped
     "chilly_now": lambda f: f.get("temp_now_c", 99) <= CHILLY_C,   # the hour is cool enough for 风有点凉
     "play": lambda f: bool(f.get("play")),   # an outing, a friend, a film: 玩得挺开心 fits it (not work, not a meal)
 }

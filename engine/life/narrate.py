@@ -176,6 +176,20 @@ def weather_at(world: Any, moment: dt.datetime) -> str:
     return str(world.weather) if window[0] <= hour < window[1] else NO_RAIN_NOW
 
 
+def rain_turn(world: Any, moment: dt.datetime) -> str:
+    """On a rainy day, where the moment sits against its rain (issue 24 item 5: weather changes within a day):
+    "coming" in the hour before it starts, "over" in the three hours after it stops, else ""."""
+    window = rain_window(world.date, world.weather)
+    if window is None:
+        return ""
+    hour = moment.hour + moment.minute / 60 + (24 if moment.date() > world.date else 0)
+    if window[0] - 1.0 <= hour < window[0]:
+        return "coming"
+    if window[1] <= hour < window[1] + 3.0:
+        return "over"
+    return ""
+
+
 def home_call(scene: Scene) -> bool:
     """A festival call home (中秋, 清明; engine/life/week.py festival_anchors): to her parents, about the day."""
     return (scene.kind == "call_friend" and scene.with_whom is not None
@@ -206,6 +220,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     return {
         "outdoor": outdoor,
         "weather": weather_at(world, scene.ended),
+        "rain_turn": rain_turn(world, scene.ended),
         "temp_low": world.temp_low_c,
         "temp_high": world.temp_high_c,
         "phase": _phase(scene),
