@@ -384,3 +384,20 @@ def test_work_at_home_is_never_said_to_be_at_the_studio() -> None:
         home = Scene("work", Moment.COMPLETED, start, start + dt.timedelta(hours=3), world, place="家")
         text, _ = narrate(home, StoryState(), str(seed))
         assert text is not None and "工作室" not in text, text
+
+
+def test_a_rainy_day_turns_within_the_day() -> None:
+    # issue 24 item 5: the rain is coming in the hour before its window and over in the hours after it
+    from engine.life.narrate import rain_turn, rain_window
+
+    rainy = next(w for w in WORLDS if w.weather in ("小雨", "大雨"))
+    start, stop = rain_window(rainy.date, rainy.weather)  # type: ignore[misc]
+
+    def at(hour: float) -> dt.datetime:
+        return dt.datetime.combine(rainy.date, dt.time(0), ZONE) + dt.timedelta(hours=hour)
+
+    assert rain_turn(rainy, at(start - 0.5)) == "coming"
+    assert rain_turn(rainy, at(start + 0.5)) == ""
+    assert rain_turn(rainy, at(stop + 1.0)) == "over"
+    dry = next(w for w in WORLDS if w.weather == "晴")
+    assert rain_turn(dry, at(12)) == ""

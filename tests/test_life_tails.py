@@ -55,3 +55,14 @@ def test_a_friends_news_takes_no_low_stock_tail(chart) -> None:
 def test_the_lead_s_examples_are_no_longer_possible() -> None:
     assert not glad_tail("和琳琳打了二十五分钟电话")
     assert glad_tail("挂了电话还在笑") and glad_tail("真替琳琳高兴")
+
+
+def test_worrying_news_is_answered_with_concern_not_a_glad_tail() -> None:
+    worrying = []
+    for line in grammar().data["story"]["storyline"]:
+        worrying += [line["beats"][i].replace("{name}", "") for i in line.get("worry", ())]
+    assert worrying
+    glad = ("挂了电话还在笑", "玩得挺开心", "心里很暖", "说着说着都笑了", "心情挺好")
+    said = [t for c in CHARTS for t in sentences(c) if any(w in t for w in worrying)]
+    assert said
+    assert [t for t in said if t.rstrip("。！").endswith(glad) or t.endswith("！")] == []

@@ -255,10 +255,18 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "sick_first": lambda f: f.get("sick") == "first",
     "sick_last": lambda f: f.get("sick") == "last",
     "skipped": lambda f: bool(f.get("skipped")),
-    "good_news": lambda f: bool(f.get("good_news")),   # a friend's storyline ended (mostly well): she is glad for them
+    "good_news": lambda f: bool(f.get("good_news")),
+    "worry_news": lambda f: bool(f.get("worry_news")),   # a worrying beat of someone's storyline
+    "family": lambda f: f["with_whom"] is not None and f["with_whom"].relation in ("mother", "father"),   # a friend's storyline ended (mostly well): she is glad for them
     "temp_now_ok": lambda f: bool(f.get("temp_now_ok")),
+    "rain_coming": lambda f: f.get("rain_turn") == "coming",   # the hour before a rainy day's rain starts
+    "rain_over": lambda f: f.get("rain_turn") == "over",       # the hours after it stopped
+    "chilly_now": lambda f: f.get("temp_now_c", 99) <= CHILLY_C,   # the hour is cool enough for 风有点凉
     "play": lambda f: bool(f.get("play")),   # an outing, a friend, a film: 玩得挺开心 fits it (not work, not a meal)
 }
+
+
+CHILLY_C = 16
 
 
 def _feeling_is(key: str) -> Callable[[Facts], bool]:

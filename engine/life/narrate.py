@@ -181,6 +181,20 @@ def weather_at(world: Any, moment: dt.datetime) -> str:
     return str(world.weather) if window[0] <= hour < window[1] else NO_RAIN_NOW
 
 
+def rain_turn(world: Any, moment: dt.datetime) -> str:
+    """On a rainy day, where the moment sits against its rain (issue 24 item 5: weather changes within a day):
+    "coming" in the hour before it starts, "over" in the three hours after it stops, else ""."""
+    window = rain_window(world.date, world.weather)
+    if window is None:
+        return ""
+    hour = moment.hour + moment.minute / 60 + (24 if moment.date() > world.date else 0)
+    if window[0] - 1.0 <= hour < window[0]:
+        return "coming"
+    if window[1] <= hour < window[1] + 3.0:
+        return "over"
+    return ""
+
+
 def home_call(scene: Scene) -> bool:
     """A festival call home (中秋, 清明, and 除夕 abroad; engine/life/week.py festival_anchors): to her parents."""
     if scene.world.festival == "除夕":   # abroad: the one video call home of the evening, not any call with mum
@@ -214,6 +228,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     return {
         "outdoor": outdoor,
         "weather": weather_at(world, scene.ended),
+        "rain_turn": rain_turn(world, scene.ended),
         "temp_low": world.temp_low_c,
         "temp_high": world.temp_high_c,
         "phase": _phase(scene),
@@ -256,6 +271,7 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
         # the hour's own temperature is said only when it is not the day's low at midday (engine/life/slips.py)
         "temp_now_ok": not (10 <= scene.ended.hour < 17 and round(temp_at(world, scene.ended)) == round(
             world.temp_low_c)),
+        "temp_now_c": temp_at(world, scene.ended),
         "minor_festival": world.festival in FESTIVAL_ACTS,
     }
 
@@ -446,11 +462,15 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
             and scene.outcome is not Outcome.DISAPPOINTED:
         facts["band"], says_feeling = "flat", False   # the news is the sentence; no low tail that does not fit it
     facts["good_news"] = event == "line_end"
+    facts["worry_news"] = bool(told.slots.get("worry")) and event in ("line_new", "line_next")
+    if facts["worry_news"] and not scene.feeling_cause:
+        # her words answer the worrying news (with concern), not a glad or low feeling of her own
+        facts["feeling"], facts["band"], says_feeling = None, "flat", True
     moment = {Moment.RESUMED: "resumed", Moment.ABANDONED: "abandoned"}.get(scene.moment)
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
     # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
-    wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
+    wanted = frozenset({"feeling"}) if (facts["band"] == "neg" or facts["worry_news"]) and says_feeling else frozenset()
     clauses = expand(rng, scene.kind, moment, facts, slots, event, wanted,
                      frozenset({avoid_tail}) if avoid_tail else frozenset())
     _take_note(data, scene, moment, slots.get("verb", ""))
@@ -473,9 +493,11 @@ def _glad_patterns() -> tuple[re.Pattern[str], ...]:
     glad = {"pos", "good_news", *(f"f_{name}" for name in ("glad", "warm", "content", "lively", "hopeful", "relieved"))}
     alts = [*g.common.get("feeling", ()), *(a for k in g.kinds.values() for key, v in k.clauses.items()
                                             if key.split(".")[0] == "feeling" for a in v)]
+    # the plain glad words of a good mood (心情挺好 …, drawn by pos_say) say it quietly: a 「！」 is for a feeling
+    # with something behind it (a call, an outing, a story she loves)
     return tuple(re.compile("".join(".+" if part.startswith("{") else re.escape(part)
                                     for part in re.split(r"(\{[a-z_]+\})", alt.text)) + "$")
-                 for alt in alts if glad & set(alt.conditions))
+                 for alt in alts if glad & set(alt.conditions) and "pos_say" not in alt.conditions)
 
 
 def glad_tail(clause: str) -> bool:

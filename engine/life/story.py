@@ -303,6 +303,8 @@ def advance_line(state: dict[str, Any], scene: Scene, who: Companion | None,
     beats: Sequence[str] = line["beats"]
     slots["news"] = beats[mine["beat"]].replace("{name}", name)
     slots["topic"] = str(line["topic"])
+    if mine["beat"] in line.get("worry", ()):
+        slots["worry"] = "1"   # worrying news: narrate answers it with concern (issue 24: no 挂了电话还在笑 after it)
     mine["last"] = today.isoformat()
     if mine["beat"] == len(beats) - 1:
         event = "line_end"

@@ -131,7 +131,8 @@ def shape_of(world: WorldDay, seed_key: str | None = None) -> str:
     """work | off | family | trip: what the date asks of her (with her seed: where her golden week takes her)."""
     if world.spring_festival:
         return "family"
-    away = away_on(seed_key, world.date, world.city) if seed_key else None
+    # the golden week away only where her own calendar has the holiday (a companion abroad may not)
+    away = away_on(seed_key, world.date, world.city) if seed_key and world.is_day_off else None
     if away is not None:
         return away.how
     if world.day_kind in (DayKind.WORKDAY, DayKind.MAKEUP_WORKDAY):
