@@ -92,7 +92,7 @@ def test_the_first_week_of_october_in_new_york_is_a_working_week_not_a_golden_we
 
 def test_the_mid_autumn_call_from_new_york_reaches_her_parents_the_next_morning() -> None:
     calls = [t for ts, t in lived(NEW_YORK, "2025-10-06T04:00", 2) if ts.startswith("2025-10-06") and "中秋" in t
-             and "视频" in t]
+             and "视频" in t and ("妈妈" in t or "爸爸" in t)]   # the call home (a friend's call may name the day too)
     assert calls and not [t for t in calls if "边吃月饼边赏月" in t or "举给我看" in t]
     assert all("第二天早上" in t or "昨晚" in t for t in calls), calls
 
