@@ -85,7 +85,9 @@ def choose(s: Situation) -> Choice:
     bed_h = (plan["sleep_at"] - t) / HOUR
     if s.previous == "sleep" and room >= 3 * MINUTE:
         opening = _waking_routine(s, rng, anchor.at, room)
-        if opening is not None:
+        if opening == "anchor":   # straight to breakfast, a little early
+            return _anchor_choice(s, anchor, rng, specs)
+        if isinstance(opening, Choice):
             return opening
     if (plan.get("desk_nap") and plan["naps"] == 0 and _between_work_blocks(s) and s.previous == "lunch"
             and room >= 15 * MINUTE):
@@ -119,17 +121,27 @@ def choose(s: Situation) -> Choice:
 # How her mornings open (issue 24: every day opened with 发呆): lying in with the phone, straight to washing up,
 # or whatever she chooses next (a moment at the window among it).
 WAKE_PHONE, WAKE_WASH = 0.4, 0.3
+SCRAP_S = 8 * MINUTE   # a gap this short before the next anchor is not left over as a scrap of 发呆
 
 
-def _waking_routine(s: Situation, rng: random.Random, until: float, room: float) -> Choice | None:
+def _waking_routine(s: Situation, rng: random.Random, until: float, room: float) -> Choice | str | None:
+    """How this morning opens: a Choice, "anchor" (straight to what is next, e.g. breakfast), or None (a free
+    choice)."""
     pick = rng.random()
-    if room < 12 * MINUTE:   # breakfast is nearly due: a few minutes with the phone in bed, or up and washed
-        return Choice("phone" if pick < WAKE_PHONE else "wash", "relax" if pick < WAKE_PHONE else "routine", until,
-                      place="被窝里" if pick < WAKE_PHONE else "家")
+    if room < 12 * MINUTE + SCRAP_S:
+        # breakfast is nearly due: a few minutes with the phone in bed, up and washed, or straight to breakfast
+        if pick < WAKE_PHONE:
+            return Choice("phone", "relax", until, place="被窝里")
+        if pick < WAKE_PHONE + WAKE_WASH:
+            return Choice("wash", "routine", until, place="家")
+        return "anchor"
+    def ending(end: float) -> float:
+        return until if until - end < SCRAP_S else min(until, end)
+
     if pick < WAKE_PHONE:
-        return Choice("phone", "relax", min(until, s.t + 5 * rng.randint(2, 8) * MINUTE), place="被窝里")
+        return Choice("phone", "relax", ending(s.t + 5 * rng.randint(2, 8) * MINUTE), place="被窝里")
     if pick < WAKE_PHONE + WAKE_WASH:
-        return Choice("wash", "routine", min(until, s.t + rng.randint(10, 20) * MINUTE), place="家")
+        return Choice("wash", "routine", ending(s.t + rng.randint(10, 20) * MINUTE), place="家")
     return None
 
 
@@ -149,6 +161,8 @@ def _anchor_choice(s: Situation, anchor: Anchor, rng: random.Random, specs: dict
     else:
         lo, hi = spec.minutes
         end = min(t + rng.randint(lo, hi) * MINUTE, max(nxt, t + lo * MINUTE))
+        if 0 < nxt - end < SCRAP_S:
+            end = nxt   # no one-minute 发呆 before the next thing: breakfast simply takes a little longer
     why = {"meal": "hungry", "work": "work", "commute": "routine", "care": "routine",
            "festival": "festival"}.get(spec.category, "routine")
     with_id = None
