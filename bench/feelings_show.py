@@ -5,7 +5,8 @@ reports per chart: the share of sentences that end on one of the eight flat stoc
 share of negatively worded sentences on her ten lowest-valence days and on her ten highest (target >= 15 % and
 >= 3x), the SD of arousal and dominance over the run's trace (targets >= 0.05 and >= 0.04), the evenings with two
 dinners (engine/life/slips.py; target <= 1), and the CPU seconds of the run; across the two charts, the books and
-series both read or watched, as a share of the fewer (target <= 50 %). With `--paired TREE` the same script measures TREE (a checkout of another version, e.g. /work/base)
+series both read or watched, as a share of the fewer (target <= 50 %), and likewise the names of her friends
+(everyone in her cast but her parents) named in the run (issue 24 item 3; target well under 50 %). With `--paired TREE` the same script measures TREE (a checkout of another version, e.g. /work/base)
 in a child process, under the same conditions, and prints both.
 
 Usage: python bench/feelings_show.py [--days 120] [--start 2025-01-06T04:00] [--paired /work/base] [--tree DIR]
@@ -53,6 +54,7 @@ def measure(tree: str, days: int, start_text: str) -> dict[str, Any]:
     start = parse_start(start_text, settings.life.tz)
     out: dict[str, Any] = {"tree": tree, "days": days, "start": start_text, "charts": {}}
     titles: dict[str, set[str]] = {}
+    friends: dict[str, set[str]] = {}
     for chart, birth in CHARTS.items():
         with tempfile.TemporaryDirectory(prefix="anima-feel-") as tmp:
             kept = Path(tmp) / "run.db"
@@ -70,11 +72,16 @@ def measure(tree: str, days: int, start_text: str) -> dict[str, Any]:
                 conn.close()
         out["charts"][chart] = _figures(report, trace, cpu_s)
         out["charts"][chart]["two_dinner_evenings"] = _two_dinners(events, rows, settings.life.tz)
+        out["charts"][chart].update(_routine(rows, settings.life.tz))
         titles[chart] = _titles(report)
+        friends[chart] = _friend_names(report)
     a, b = (titles[c] for c in CHARTS)
     out["books_shows"] = {c: len(t) for c, t in titles.items()}
     out["books_shows_shared"] = len(a & b)
     out["books_shows_overlap"] = round(len(a & b) / min(len(a), len(b)), 4) if a and b else None
+    fa, fb = (friends[c] for c in CHARTS)
+    out["friend_names"] = {c: sorted(n) for c, n in friends.items()}
+    out["friend_names_overlap"] = round(len(fa & fb) / min(len(fa), len(fb)), 4) if fa and fb else None
     return out
 
 
@@ -94,6 +101,24 @@ def _two_dinners(events: list[dict[str, Any]], rows: list[dict[str, Any]], tz: s
     return len({f.why.split(" after ")[0] for f in slips.check_dinners(lines)})
 
 
+def _routine(rows: list[dict[str, Any]], tz: str) -> dict[str, Any]:
+    """A less ideal routine (issue 24 item 5): the share of workdays she leaves the studio at 18:00 sharp (the
+    ride home starting within a minute of it), and the days with a 午休, a skipped breakfast, phone time and a
+    cold (counted from the activities and the day plan's marks that reach them)."""
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(tz)
+    home = [dt.datetime.fromtimestamp(float(r["started_at"]), zone) for r in rows
+            if r["kind"] == "commute" and r["detail"].get("anchor") == "commute_pm"]
+    sharp = sum(1 for t in home if t.hour == 18 and t.minute == 0 or (t.hour == 17 and t.minute == 59))
+    desk = {_day_of(dt.datetime.fromtimestamp(float(r["started_at"]), zone).isoformat()) for r in rows
+            if r["kind"] == "nap" and r["detail"].get("place") == "工位"}
+    phone = {_day_of(dt.datetime.fromtimestamp(float(r["started_at"]), zone).isoformat()) for r in rows
+             if r["kind"] == "phone"}
+    return {"workdays_home": len(home), "leaves_at_18_share": round(sharp / len(home), 4) if home else None,
+            "desk_nap_days": len(desk), "phone_days": len(phone)}
+
+
 def _titles(report: dict[str, Any]) -> set[str]:
     """The books and series she read or watched in the run (titles of the narration's story tables)."""
     import re
@@ -103,6 +128,27 @@ def _titles(report: dict[str, Any]) -> set[str]:
     story = grammar().data["story"]
     known = {str(x["title"]) for x in (*story["book"], *story["show"])}
     return {t for e in report["life_events"] for t in re.findall(r"《([^》]+)》", e["text"]) if t in known}
+
+
+def _friend_names(report: dict[str, Any]) -> set[str]:
+    """Her friends' names said in the run: every name of the cast file (and its per-companion pools) but her
+    parents', found in her sentences."""
+    import tomllib
+    from importlib import resources
+
+    raw = tomllib.loads((resources.files("engine") / "data" / "cast.toml").read_text(encoding="utf-8"))
+    known = {str(n) for m in raw.get("member", {}).values() if m.get("relation") not in ("mother", "father")
+             for n in (m.get("name"), *m.get("names", ())) if n}
+    import re
+
+    text = "\n".join(e["text"] for e in report["life_events"])
+    # said as a person (和小雨, 小雨说), not as the weather (外面下着小雨); the longest first, so that 老同学阿琪 is
+    # not also counted as 阿琪
+    found: set[str] = set()
+    for name in sorted(known, key=len, reverse=True):
+        if re.search(f"(和|跟|约|给|陪){name}|{name}说", text) and not any(name in f for f in found):
+            found.add(name)
+    return found
 
 
 def _figures(report: dict[str, Any], trace: list[dict[str, Any]], cpu_s: float) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from engine.companion import create_companion
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
 from engine.errors import AnimaError, InputError, StorageFullError
+from engine.home import default_home, her_settings
 from engine.inner import JUMP_IS_GAP_S, resume_after_jump
 from engine.restore import interrupted_restore
 from engine.settings import Settings
@@ -108,6 +109,7 @@ def _prepare(db_path: Path, settings: Settings, now: float, log: Any, served_by:
                 place=demo.demo_place,
                 sect=demo.bazi_sect,
                 now=now,
+                home=default_home(settings),
             )
             log.info("companion.created", demo=True, birth_tz=demo.demo_tz)
         # One transaction: the gap, the new run's row (stopped_at = NULL) and its start event land
@@ -189,8 +191,10 @@ class Daemon:
         await store.call(hand_over_checkpoints)
         self.checkpointer = WalCheckpointer(self.db_path)
         self.checkpointer.start(self.log)
-        ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
-                            log=self.log, companion=recovered["companion"], started_at=now, last_beat_at=now)
+        # Her settings: the config's, with her city, zone and role from her file (engine/home.py).
+        ctx = DaemonContext(settings=her_settings(self.settings, recovered["companion"]), db_path=self.db_path,
+                            clock=self.clock, store=store, log=self.log, companion=recovered["companion"],
+                            started_at=now, last_beat_at=now)
         ctx.last_beat_mono = mono
         ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
         ctx.services["heartbeat_stats"] = self.heartbeat_stats
@@ -207,7 +211,7 @@ class Daemon:
             for part in self.parts:
                 await part.start(ctx)
                 self.log.info("component.started", component=part.name)
-            self.calendar = Calendar(self.settings, self.clock, lambda: [("", store)], self.log)
+            self.calendar = Calendar(ctx.settings, self.clock, lambda: [("", store, ctx.settings)], self.log)
             self.calendar.start()
             self._prev_wall, self._prev_mono = now, mono
             self._last_beat_mono = self.clock.monotonic()
@@ -370,12 +374,13 @@ class Daemon:
             configure_logging(merged.log.format, merged.log.level)
         interval_changed = merged.heartbeat.interval_s != self.settings.heartbeat.interval_s
         self.settings = merged
+        hers = her_settings(merged, self.ctx.companion if self.ctx else None)
         if self.ctx:
-            self.ctx.settings = merged
+            self.ctx.settings = hers
         if interval_changed:
             self._rescheduled.set()
         if self.calendar is not None:
-            self.calendar.reschedule(merged)
+            self.calendar.reschedule(hers)
         self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
                       log_format=merged.log.format, log_level=merged.log.level)
         if needs_restart:

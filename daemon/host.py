@@ -44,6 +44,7 @@ from daemon.scheduler import Calendar
 from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from daemon.worker import SharedWorker
 from engine.errors import AnimaError, ConfigError, LockedError
+from engine.home import her_settings
 from engine.settings import Settings
 
 RACY_S = 2.0  # a directory mtime this close to now may hide a change made in the same tick as our listing
@@ -295,8 +296,8 @@ class Host:
         if beats:
             self.launch_due(mono)
 
-    def _calendar_targets(self) -> list[tuple[str, AsyncStore]]:
-        return [(handle, rt.ctx.store) for handle, rt in self.runtimes.items() if rt.ctx is not None]
+    def _calendar_targets(self) -> list[tuple[str, AsyncStore, Settings]]:
+        return [(handle, rt.ctx.store, rt.ctx.settings) for handle, rt in self.runtimes.items() if rt.ctx is not None]
 
     async def _watch_scan(self) -> None:
         """The directory watch: a full scan only when the directory may have changed since the last one.
@@ -444,6 +445,8 @@ class Host:
         self._fault_sig.pop(handle, None)
         self._locked.discard(handle)
         self.runtimes[handle] = runtime
+        if self.calendar is not None:  # her zone's calendar jobs (consolidation at 03:00 her time)
+            self.calendar.watch_zone(runtime.settings.life.tz)
         log.info("companion.served", schema=runtime.schema)
         return True
 
@@ -478,9 +481,9 @@ class Host:
             if self.calendar is not None:
                 self.calendar.reschedule(hers)
             for runtime in self.runtimes.values():
-                runtime.settings = hers
+                runtime.settings = her_settings(hers, runtime.ctx.companion if runtime.ctx is not None else None)
                 if runtime.ctx is not None:
-                    runtime.ctx.settings = hers
+                    runtime.ctx.settings = runtime.settings
             if interval_changed:
                 self.schedule.respread(merged.daemon.beat_s, self.clock.monotonic())
                 if self._timer is not None:

@@ -39,6 +39,7 @@ from daemon.memory_component import VectorIndexer
 from engine import jobs
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
 from engine.errors import StorageFullError, StoreError
+from engine.home import her_settings
 from engine.inner import JUMP_IS_GAP_S, inner_snapshot, resume_after_gap, resume_after_jump, step_inner
 from engine.jobs import registry, schedule
 from engine.persona import Persona, persona_of_companion
@@ -398,6 +399,7 @@ class CompanionRuntime:
         companion = await store.call(_claim_handle, self.handle)
         _check_handle(self.db_path, self.handle, companion)
         ctx.companion = companion
+        self.settings = ctx.settings = her_settings(self.settings, companion)  # her city, zone and role
         ctx.last_beat_mono = mono
         ctx.services.update(self.shared.services)
         ctx.services["embedder"] = self.shared.embedder

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.errors import ConflictError, InputError
 from engine.store import transaction
-from engine.store.core import get_companion, insert_companion, log_event
+from engine.store.core import get_companion, insert_companion, log_event, set_companion_home
+
+if TYPE_CHECKING:
+    from engine.home import Home
 
 _BIRTH = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$")
 MAX_NAME_CHARS = 40
@@ -30,9 +33,11 @@ def validate_birth(birth_local: str, tz: str) -> None:
 
 
 def create_companion(
-    conn: Any, *, name: str, birth_local: str, tz: str, place: str | None, sect: int, now: float
+    conn: Any, *, name: str, birth_local: str, tz: str, place: str | None, sect: int, now: float,
+    home: Home | None = None,
 ) -> dict[str, Any]:
-    """Write her one companion row (refused if she already exists: birth facts are immutable)."""
+    """Write her one companion row (refused if she already exists: birth facts are immutable), with her home
+    (city, zone, role: engine/home.py) in the same transaction when given."""
     from engine.bazi import birth_instant_utc, compute_chart
     from engine.persona import persona_from_chart
 
@@ -61,6 +66,8 @@ def create_companion(
             persona_json=json.dumps(persona, ensure_ascii=False, sort_keys=True),
             created_at=now,
         )
+        if home is not None:
+            set_companion_home(conn, home.city, home.tz, home.role)
         log_event(conn, now, "companion.created", sect=sect)
     companion = get_companion(conn)
     assert companion is not None

@@ -54,6 +54,7 @@ class Rule:
     chance: float = 1.0
     energy_below: float = math.inf
     say_cause: bool = True
+    role_cause: str = ""  # "good" / "bad": her role may name the cause in its own words (roles.toml)
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,12 @@ def _rule(raw: Mapping[str, Any], known: Mapping[str, Kind], where: str) -> Rule
     unknown = [k for k, _ in raises if k not in known]
     if unknown:
         raise ConfigError(f"feelings.toml {where}: unknown feeling {unknown[0]!r}")
+    if raw.get("role_cause", "") not in ("", "good", "bad"):
+        raise ConfigError(f"feelings.toml {where}: role_cause must be \"good\" or \"bad\", got {raw['role_cause']!r}")
     return Rule(raise_=raises, cause_zh=str(raw["cause_zh"]), kinds=frozenset(raw.get("kinds", ())),
                 outcome=str(raw.get("outcome", "done")), chance=float(raw.get("chance", 1.0)),
-                energy_below=float(raw.get("energy_below", math.inf)), say_cause=bool(raw.get("say_cause", True)))
+                energy_below=float(raw.get("energy_below", math.inf)), say_cause=bool(raw.get("say_cause", True)),
+                role_cause=str(raw.get("role_cause", "")))
 
 
 def parse(raw: Mapping[str, Any]) -> Table:
@@ -253,8 +257,12 @@ def _draw(seed: str, kind: str, at: float, index: int) -> float:
 
 
 def activity_raises(seed: str, kind: str, outcome: str, energy: float, at: float,
-                    tab: Table | None = None) -> list[tuple[list[tuple[str, float]], str]]:
-    """What an activity of her own day raises as it ends (seeded: the same life raises the same feelings)."""
+                    tab: Table | None = None, role_causes: Mapping[str, Sequence[str]] | None = None,
+                    ) -> list[tuple[list[tuple[str, float]], str]]:
+    """What an activity of her own day raises as it ends (seeded: the same life raises the same feelings).
+
+    `role_causes` ("good"/"bad" -> phrases) names a work event in her role's words: a teacher is not upset
+    by a client's revisions but by a fight in her class (issue 24 item 7; engine/life/data/roles.toml)."""
     tab = tab or table()
     out = []
     for index, rule in enumerate(tab.activity):
@@ -264,7 +272,11 @@ def activity_raises(seed: str, kind: str, outcome: str, energy: float, at: float
             continue
         if rule.chance < 1.0 and _draw(seed, kind, at, index) >= rule.chance:
             continue
-        out.append((list(rule.raise_), rule.cause_zh))
+        cause = rule.cause_zh
+        own = role_causes.get(rule.role_cause) if role_causes and rule.role_cause else None
+        if own:
+            cause = own[int(_draw(seed, kind, at, -1 - index) * len(own))]
+        out.append((list(rule.raise_), cause))
         if rule.chance < 1.0:
             break   # one chance event per activity: praised or revised, not both
     return out

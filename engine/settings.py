@@ -283,7 +283,7 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("life", "tz"): (lambda v: _is_zone(v), "an IANA time zone such as Asia/Shanghai"),
     ("life", "tired_energy"): (lambda v: 0 <= v <= 1, "an energy level from 0 to 1"),
     ("life", "sleep_window_h"): (lambda v: 0 < v <= 6, "hours from 0 to 6"),
-    ("life", "role"): (lambda v: v in ("illustrator", "student", "freelance"), "one of illustrator, student, freelance"),
+    ("life", "role"): (lambda v: _is_role(v), "a role in engine/life/data/roles.toml such as illustrator (插画师)"),
     ("life", "city"): (lambda v: _is_city(v), "a city in engine/life/data/cities.toml such as 杭州"),
     ("api", "max_body_bytes"): (lambda v: 1024 <= v <= 16 * 1024 * 1024, "bytes from 1024 to 16 MiB"),
     ("api", "max_connections"): (lambda v: 8 <= v <= 65536, "an integer from 8 to 65536"),
@@ -340,6 +340,12 @@ def _is_city(name: Any) -> bool:
     except InputError:
         return False
     return True
+
+
+def _is_role(name: Any) -> bool:
+    from engine.life.week import role_id
+
+    return isinstance(name, str) and role_id(name) is not None
 
 
 def _is_zone(value: str) -> bool:

@@ -28,6 +28,7 @@ from daemon.clock import FakeClock
 from daemon.component import DaemonContext
 from daemon.db import AsyncStore
 from engine.companion import create_companion
+from engine.home import her_settings
 from engine.settings import ApiSettings, HeartbeatSettings, Settings
 from engine.store import connect, migrate
 from engine.store.core import controls, get_companion, read_switches
@@ -167,9 +168,10 @@ async def companion_context(settings: Settings, db_path: Path, clock: FakeClock,
     if not db_path.exists():
         make_database(db_path, clock.now())
     store = await AsyncStore(db_path).open()
-    ctx = DaemonContext(settings=settings, db_path=db_path, clock=clock, store=store, log=log,
-                        companion=await store.call(get_companion), started_at=clock.now(),
-                        last_beat_at=clock.now())
+    companion = await store.call(get_companion)
+    # her settings, as the daemon hands them: her city, zone and role from her file (engine/home.py)
+    ctx = DaemonContext(settings=her_settings(settings, companion), db_path=db_path, clock=clock, store=store,
+                        log=log, companion=companion, started_at=clock.now(), last_beat_at=clock.now())
     ctx.switches = await store.call(read_switches)
     ctx.controls = await store.call(controls)
     ctx.services["embedder"] = embedder

@@ -46,4 +46,7 @@ def test_two_charts_read_and_watch_different_things_and_eat_one_dinner_an_evenin
     out = measured()
     assert min(out["books_shows"].values()) >= 5
     assert out["books_shows_overlap"] <= 0.5
+    # her own cast (issue 24 item 3): two charts, two sets of friends
+    assert min(len(n) for n in out["friend_names"].values()) >= 4
+    assert out["friend_names_overlap"] < 0.5
     assert all(c["two_dinner_evenings"] <= 1 for c in out["charts"].values())

@@ -35,7 +35,8 @@ ON = {"heartbeat": True, "life": True}
 BIRTH = ("1990-08-15 08:30", "Asia/Shanghai", 2)
 KINDS = {"sleep", "nap", "breakfast", "lunch", "dinner", "reading", "journal", "drawing", "music", "walk", "exercise",
          "call_friend", "chores", "groceries", "study", "drama", "daydream", "chat", "commute", "work", "cook", "bake",
-         "meet_friend", "family_visit", "outing", "movie", "cafe", "plants", "laundry", "wash", "shopping", "festival"}
+         "meet_friend", "family_visit", "outing", "movie", "cafe", "plants", "laundry", "wash", "shopping", "festival",
+         "phone"}
 
 
 def local(y: int, m: int, d: int, h: float = 0.0) -> float:

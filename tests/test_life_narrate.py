@@ -34,7 +34,7 @@ ZONE = ZoneInfo("Asia/Shanghai")
 KINDS = ["sleep", "nap", "breakfast", "lunch", "dinner", "reading", "journal", "drawing", "music", "walk",
          "exercise", "call_friend", "chores", "groceries", "study", "drama", "daydream", "commute", "work", "cook",
          "bake", "meet_friend", "family_visit", "outing", "movie", "cafe", "plants", "laundry", "wash", "shopping",
-         "festival"]
+         "festival", "phone"]
 FRIEND = Companion("xiaomei", "小美", "friend")
 MOTHER = Companion("mom", "林秀芬", "mother")
 POSITIVE = ("越看越喜欢", "开心", "满足", "轻松了", "暖暖", "不赖", "越看越有意思", "舒坦", "舍不得")
@@ -239,8 +239,9 @@ def test_story_state_round_trips_through_json() -> None:
 
 def test_a_sentence_that_tells_no_story_hands_back_the_same_story_state() -> None:
     # The day machine's save encodes the story again only when it is a new object: a meal must give back the
-    # very object (nothing to re-encode), a sitting with a book a new one, the old one left as it was.
-    world = WORLDS[0]
+    # very object (nothing to re-encode), a sitting with a book a new one, the old one left as it was. (On a
+    # festival the first sentence naming it is news too: the festival is named once a day, issue 24 item 4.)
+    world = next(w for w in WORLDS if w.festival is None)
     _, story = narrate(_scene("reading", world, 8, 50), StoryState(), "same")
     before = json.dumps(story.to_dict(), sort_keys=True)
     for kind in ("lunch", "commute", "daydream", "walk"):
@@ -383,3 +384,20 @@ def test_work_at_home_is_never_said_to_be_at_the_studio() -> None:
         home = Scene("work", Moment.COMPLETED, start, start + dt.timedelta(hours=3), world, place="家")
         text, _ = narrate(home, StoryState(), str(seed))
         assert text is not None and "工作室" not in text, text
+
+
+def test_a_rainy_day_turns_within_the_day() -> None:
+    # issue 24 item 5: the rain is coming in the hour before its window and over in the hours after it
+    from engine.life.narrate import rain_turn, rain_window
+
+    rainy = next(w for w in WORLDS if w.weather in ("小雨", "大雨"))
+    start, stop = rain_window(rainy.date, rainy.weather)  # type: ignore[misc]
+
+    def at(hour: float) -> dt.datetime:
+        return dt.datetime.combine(rainy.date, dt.time(0), ZONE) + dt.timedelta(hours=hour)
+
+    assert rain_turn(rainy, at(start - 0.5)) == "coming"
+    assert rain_turn(rainy, at(start + 0.5)) == ""
+    assert rain_turn(rainy, at(stop + 1.0)) == "over"
+    dry = next(w for w in WORLDS if w.weather == "晴")
+    assert rain_turn(dry, at(12)) == ""

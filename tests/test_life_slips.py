@@ -138,3 +138,28 @@ def test_a_year_simulated_hourly_has_no_slip(birth) -> None:
     found = slips.run_slips(lines, her_world, checks.people_names())
     assert set(found) == set(slips.SLIPS)
     assert {name: len(f) for name, f in found.items()} == dict.fromkeys(slips.SLIPS, 0)
+
+
+# --- issue 24 item 5: no working day on a day off, one cold at a time ------------------------------------------
+
+
+def test_overtime_or_a_desk_nap_on_a_day_off_is_a_finding_and_on_a_workday_is_not() -> None:
+    saturday, monday = "2026-03-14", "2026-03-16"
+    assert world(dt.date.fromisoformat(saturday)).is_day_off and not world(dt.date.fromisoformat(monday)).is_day_off
+    bad = [line("下班时间早过了，还在工作室赶童书封面。", saturday, "13:00", "19:30", "work", 1),
+           line("午休趴在工位上眯了二十分钟。", saturday, "12:40", "13:00", "nap", 2)]
+    assert [f.event_id for f in slips.check_work_on_day_off(bad, world)] == [1, 2]
+    fine = [line("下班时间早过了，还在工作室赶童书封面。", monday, "13:00", "19:30", "work", 1),
+            line("午休趴在工位上眯了二十分钟。", monday, "12:40", "13:00", "nap", 2),
+            line("不用上班，睡了八个小时。", saturday, "00:00", "08:00", "sleep", 3),
+            line("和小林打了电话，小林说升上组长了，天天加班。", saturday, "20:00", "20:30", "call_friend", 4)]
+    assert slips.check_work_on_day_off(fine, world) == []
+
+
+def test_a_cold_caught_twice_in_a_week_is_a_finding_and_a_cold_going_on_is_not() -> None:
+    twice = [line("醒来嗓子又干又疼，好像感冒了。", "2026-03-10", "23:00", "07:00", "sleep", 1),
+             line("感冒还没好，鼻子堵了一晚上。", "2026-03-11", "00:00", "07:00", "sleep", 2),
+             line("一早起来鼻子塞住了，头昏昏的，八成是感冒了。", "2026-03-13", "00:00", "07:00", "sleep", 3)]
+    assert [f.event_id for f in slips.check_cold_again(twice)] == [3]
+    once = [twice[0], twice[1], line("好像感冒了。", "2026-03-30", "00:00", "07:00", "sleep", 4)]
+    assert slips.check_cold_again(once) == []

@@ -248,7 +248,7 @@ def test_human_status_prints_words_not_python_values() -> None:
                    "beat_s": 15.0, "loop_lag_ms": None, "served_by": "file"},
         "inner": {"mood": {"label": "calm", "v": 0.0, "a": 0.0, "d": 0.0}, "energy": 0.5,
                   "activity": {"label": "读书", "since": "s", "until": "u", "why": None, "next": None}},
-        "jobs": {}, "schema": {"db": 15, "code": 15}, "sqlite_driver": "sqlite3",
+        "jobs": {}, "schema": {"db": 16, "code": 16}, "sqlite_driver": "sqlite3",
         "controls": {"sharing": False, "life": True},
     }
     text = render(report)

@@ -46,8 +46,11 @@ def test_every_day_has_one_main_sleep_of_6_to_10_hours_in_the_chronotype_window(
 
 
 def test_every_day_has_its_meals() -> None:
-    for day in json.loads(run(BIRTH_A))["daily"]:
-        assert day["meals"] == ["breakfast", "lunch", "dinner"], day
+    days = json.loads(run(BIRTH_A))["daily"]
+    for day in days:
+        # a workday breakfast is skipped now and then on a late morning (issue 24 item 5)
+        assert day["meals"] in (["breakfast", "lunch", "dinner"], ["lunch", "dinner"]), day
+    assert sum(1 for day in days if "breakfast" not in day["meals"]) <= len(days) // 4
 
 
 def test_activities_neither_overlap_nor_leave_gaps() -> None:

@@ -45,7 +45,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     conn = env.open_db(create=False)
     try:
         companion = get_companion(conn)
-        tz = companion["birth_tz"] if companion else env.settings.companion.demo_tz
+        tz = env.settings.life.tz if companion else env.settings.companion.demo_tz  # her zone (engine/home.py)
         as_of = parse_as_of(args.as_of, tz) if args.as_of else None
         facts: list[dict[str, Any]] = [] if args.relations else list_facts(conn, as_of, include_history=args.all)
         relations = list_relations(conn, as_of, include_history=args.all)

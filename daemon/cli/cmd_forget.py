@@ -78,6 +78,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
 def _selection(args: argparse.Namespace, env: CliEnv) -> forgetting.Selection:
     if args.until is not None and args.since is None:
         raise InputError("--until needs --since (use --since with a time far back for 'everything before')")
+    env.adopt_home()  # --since/--until are in her zone
     tz = env.settings.life.tz
     since = parse_instant(args.since, "--since", tz) if args.since is not None else None
     until = parse_instant(args.until, "--until", tz) if args.until is not None else None

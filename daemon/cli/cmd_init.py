@@ -1,4 +1,4 @@
-"""`anima init`: create her (name, birth instant, time zone, place) in a new database, or as HANDLE in a companions directory."""
+"""`anima init`: create her (name, birth instant, time zone, place; her city, zone and role) in a new database, or as HANDLE in a companions directory."""
 
 from __future__ import annotations
 
@@ -11,46 +11,67 @@ from daemon.cli.env import CliEnv
 from daemon.registry import HANDLE_PATTERN, valid_handle
 from engine.companion import create_companion
 from engine.errors import InputError
+from engine.home import Home, choose_home
+from engine.life.place import cities
+from engine.life.week import role
 from engine.store import connect, migrate, transaction
 from engine.store.core import set_companion_handle
+
+DEFAULT_BIRTH_TZ = "Asia/Shanghai"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("init", help="create the companion: name, birth instant, time zone")
     parser.add_argument("--name", required=True)
     parser.add_argument("--birth", required=True, help='local birth time "YYYY-MM-DD HH:MM"')
-    parser.add_argument("--tz", default="Asia/Shanghai", help="IANA time zone of the birth (default Asia/Shanghai)")
-    parser.add_argument("--place", default=None)
+    parser.add_argument("--tz", default=None, help="IANA time zone of the birth (default Asia/Shanghai); without "
+                        "--city also where she lives (a city of her world in that zone)")
+    parser.add_argument("--place", default=None, help="birth place; a city of her world is also where she lives")
+    parser.add_argument("--city", default=None, help="her home city (engine/life/data/cities.toml; default [life] city)")
+    parser.add_argument("--role", default=None, help="her work, e.g. 插画师 程序员 中学老师 护士 "
+                        "(engine/life/data/roles.toml; default [life] role)")
     parser.add_argument("--dir", default=None, help="companions directory: create DIR/HANDLE.db (with --id)")
     parser.add_argument("--id", dest="handle", default=None, help="her handle in that directory (with --dir)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=handle)
 
 
+def _home(args: argparse.Namespace, env: CliEnv) -> Home:
+    """Her home from --city/--place/--tz/--role, checked before anything is written (InputError: exit 2)."""
+    city_name = args.city
+    if city_name is None and args.place in cities():
+        city_name = args.place
+    return choose_home(env.settings, city_name=city_name, tz=args.tz, role_name=args.role)
+
+
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
+    home = _home(args, env)
+    if args.tz is None:
+        args.tz = DEFAULT_BIRTH_TZ
     if args.dir is not None or args.handle is not None:
-        companion, db_path = _init_in_directory(args, env)
+        companion, db_path = _init_in_directory(args, env, home)
     else:
         conn = env.open_db()
         try:
             companion = create_companion(conn, name=args.name, birth_local=args.birth, tz=args.tz, place=args.place,
-                                         sect=env.settings.companion.bazi_sect, now=env.clock.now())
+                                         sect=env.settings.companion.bazi_sect, now=env.clock.now(), home=home)
         finally:
             conn.close()
         db_path = env.db_path
     pillars = companion["chart"].get("pillars", {})
     if args.json:
-        out = {"name": companion["name"], "db": str(db_path), "chart": companion["chart"]}
+        out = {"name": companion["name"], "db": str(db_path), "chart": companion["chart"], "home": home.to_dict()}
         if args.handle is not None:
             out["handle"] = args.handle
         env.print_json(out)
     else:
         four = " ".join(pillars.get(k, "?") for k in ("year", "month", "day", "time"))
-        print(f"created {companion['name']} in {db_path}: {four}, day master {companion['chart'].get('day_master')}")
+        print(f"created {companion['name']} in {db_path}: {four}, day master {companion['chart'].get('day_master')}; "
+              f"lives in {home.city} ({home.tz}), {role(home.role).title}")
     return 0
 
 
-def _init_in_directory(args: argparse.Namespace, env: CliEnv) -> tuple[dict, Path]:
+def _init_in_directory(args: argparse.Namespace, env: CliEnv, home: Home) -> tuple[dict, Path]:
     """Create DIR/HANDLE.db whole or not at all: built under a name the host ignores, then linked into place.
 
     A running host watching the directory must never see a half-made companion, and an existing file is
@@ -75,7 +96,7 @@ def _init_in_directory(args: argparse.Namespace, env: CliEnv) -> tuple[dict, Pat
         try:
             migrate(conn)
             companion = create_companion(conn, name=args.name, birth_local=args.birth, tz=args.tz, place=args.place,
-                                         sect=env.settings.companion.bazi_sect, now=env.clock.now())
+                                         sect=env.settings.companion.bazi_sect, now=env.clock.now(), home=home)
             with transaction(conn):
                 set_companion_handle(conn, args.handle)
             companion["handle"] = args.handle

@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def window(args: argparse.Namespace, env: CliEnv) -> tuple[float, float]:
+    env.adopt_home()  # days and times are hers
     tz = env.settings.life.tz
     now = env.clock.now()
     if args.since:
@@ -139,6 +140,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
 
 def handle_add(args: argparse.Namespace, env: CliEnv) -> int:
     now = env.clock.now()
+    env.adopt_home()
     ts = parse_instant(args.ts, "--ts", env.settings.life.tz) if args.ts else now
     conn = env.open_db()
     try:

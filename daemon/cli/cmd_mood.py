@@ -51,6 +51,7 @@ def mood_json(points: list[dict[str, Any]], acts: list[dict[str, Any]], since: f
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if not 0 < args.days <= 90:
         raise InputError(f"--days must be more than 0 and at most 90, got {args.days}")
+    env.adopt_home()  # --until is in her zone
     now = parse_instant(args.until, "--until", env.settings.life.tz) if args.until else env.clock.now()
     since = now - args.days * 86400.0
     conn = env.open_db(create=False)

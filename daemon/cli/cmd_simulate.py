@@ -28,6 +28,7 @@ from daemon.cli.env import CliEnv
 from engine import activity as act
 from engine.control import Switches
 from engine.errors import ConfigError, InputError, StoreError
+from engine.home import Home, choose_home, default_home, home_of, settings_for
 from engine.life import machine, record
 from engine.memory.importer import load_history_turns
 from engine.memory.ingest import TurnInput, parse_ts
@@ -55,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--chat", metavar="FILE",
                         help="play these turns (JSON Lines: ts, turn_id, role, text) at their instants, through the "
                              "same use case as POST /v1/turns")
+    parser.add_argument("--city", help="simulate her living in this city (default: her file's, else [life] city)")
+    parser.add_argument("--role", help="simulate her in this role, e.g. 中学老师 (default: her file's, else [life] role)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=handle)
 
@@ -66,7 +69,7 @@ def parse_start(text: str, tz: str) -> float:
 def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, str, int], name: str,
              step_s: float = 300.0, keep: str | None = None, plot: str | None = None,
              forecast_next: bool = False, chat: str | None = None,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[int, int], None] | None = None, home: Home | None = None) -> dict[str, Any]:
     """Run `days` of her life from `start` for the companion born at `birth` = (local, tz, sect).
 
     `keep` names a new database file to write and keep; `plot` a PNG to draw the run into. `forecast_next`
@@ -74,7 +77,8 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
     nobody reads a forecast mid-run and the life is the same without it (a test checks both). `chat` names a
     JSON Lines file of turns (the `anima ingest` format) played at their instants through
     engine.usecases.turns.record_turn, the use case of POST /v1/turns (issue 24: what a conversation does to
-    her days); a bad line or a turn outside the run is an InputError before anything runs.
+    her days); a bad line or a turn outside the run is an InputError before anything runs. `home` is her
+    city, zone and role (engine/home.py; default [life]'s), stored in the simulated file as init stores it.
     """
     from engine.companion import create_companion
     from engine.inner import resume_after_gap
@@ -83,6 +87,8 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
         raise InputError(f"--days must be from 1 to {MAX_DAYS}, got {days}")
     if not 1.0 <= step_s <= 3600.0:
         raise InputError(f"--step-s must be from 1 to 3600 seconds, got {step_s}")
+    home = home or default_home(settings)
+    settings = settings_for(settings, home)
     tz = settings.life.tz
     end = start + days * 86400.0
     stop = end + TAIL_H * 3600.0
@@ -99,7 +105,7 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
         try:
             migrate(conn, now=start)
             companion = create_companion(conn, name=name, birth_local=birth[0], tz=birth[1], place=None,
-                                         sect=birth[2], now=start)
+                                         sect=birth[2], now=start, home=home)
             persona = persona_of_companion(companion)
             if persona is None:   # just created, so never; said for the type checker and for a broken chart
                 raise StoreError("the simulated companion has no persona")
@@ -117,7 +123,9 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
                                             simulated=True))
         finally:
             conn.close()
-    return _report(companion, persona, rows, events, trace, start, days, tz)
+    report = _report(companion, persona, rows, events, trace, start, days, tz)
+    report["home"] = home.to_dict()   # where she lived the run and as what (engine/home.py)
+    return report
 
 
 @contextmanager
@@ -352,7 +360,7 @@ def _day_summary(day: str, timeline: list[dict[str, Any]], starts: list[float], 
 
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
     settings = env.settings
-    start = parse_start(args.start, settings.life.tz)
+    home = None
     sect = settings.companion.bazi_sect
     name = settings.companion.demo_name
     birth = (settings.companion.demo_birth, settings.companion.demo_tz, sect)
@@ -369,12 +377,17 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         if companion:
             birth = (companion["birth_local"], companion["birth_tz"], int(companion["bazi_sect"]))
             name = companion["name"]
+            home = home_of(companion, settings)
+    if args.city is not None or args.role is not None:
+        base = home or default_home(settings)
+        home = choose_home(settings_for(settings, base), city_name=args.city, role_name=args.role)
+    start = parse_start(args.start, (home or default_home(settings)).tz)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise ConfigError("--plot needs matplotlib: pip install 'anima[plot]'")   # before the run, not after it
     if args.keep and Path(args.keep).resolve() == env.db_path.resolve():
         raise InputError("--keep must name a new file, not the real database")
     report = simulate(settings, days=args.days, start=start, birth=birth, name=name, step_s=args.step_s,
-                      keep=args.keep, plot=args.plot, chat=args.chat, progress=day_progress())
+                      keep=args.keep, plot=args.plot, chat=args.chat, progress=day_progress(), home=home)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, sort_keys=True))
         return 0
@@ -386,6 +399,9 @@ def _print_text(report: dict[str, Any]) -> None:
     c = report["companion"]
     print(f"{c['name']}  {' '.join(c['pillars'][p] for p in ('year', 'month', 'day', 'time'))}  "
           f"from {report['start']} for {report['days']} days")
+    home = report.get("home")
+    if home:
+        print(f"  lives in {home['city']} ({home['tz']}), works as {home['role_title']}")
     for key, value in report["persona"].items():
         print(f"  {key}: {value}")
     day = None

@@ -11,6 +11,7 @@ from typing import Any
 from daemon.cli.env import CliEnv
 from daemon.cli.served import served_by
 from daemon.replication import companion_files
+from engine.home import her_settings, home_of
 from engine.jobs import status_counts
 from engine.store import code_schema_version, connect, db_schema_version, driver_name
 from engine.store.core import controls, daemon_state, get_companion
@@ -59,6 +60,7 @@ def collect(conn: Any, env: CliEnv) -> dict[str, Any]:
             "name": companion["name"],
             "birth": companion["birth_local"],
             "tz": companion["birth_tz"],
+            "home": home_of(companion, env.settings).to_dict(),
             "pillars": chart.get("pillars"),
             "day_master": chart.get("day_master"),
         }
@@ -74,7 +76,8 @@ def _inner(conn: Any, env: CliEnv, companion: dict[str, Any]) -> dict[str, Any]:
     except ImportError:
         return {}
     persona = persona_of_companion(companion)
-    return {"inner": inner_snapshot(conn, env.settings, persona, env.clock.now())}
+    hers = her_settings(env.settings, companion)   # her zone and city (a directory's companions each have theirs)
+    return {"inner": inner_snapshot(conn, hers, persona, env.clock.now())}
 
 
 def _jobs(conn: Any) -> dict[str, Any]:
@@ -104,6 +107,9 @@ def render(report: dict[str, Any]) -> str:
         four = " ".join(pillars.get(k, "?") for k in ("year", "month", "day", "time"))
         lines.append(f"{companion['name']}  born {companion['birth']} {companion['tz']}  {four}  "
                      f"day master {companion['day_master'] or '?'}")
+        home = companion.get("home")
+        if home:
+            lines.append(f"lives in {home['city']} ({home['tz']}), works as {home['role_title']}")
     else:
         lines.append("no companion yet (anima init, or anima run creates a demo companion)")
     daemon = report["daemon"]
@@ -146,7 +152,8 @@ def summary_row(db: Path, env: CliEnv) -> dict[str, Any]:
         conn.close()
     inner = report.get("inner") or {}
     mood = inner.get("mood") or {}
-    return {**row, "name": (report["companion"] or {}).get("name"), "alive": report["daemon"]["alive"],
+    return {**row, "name": (report["companion"] or {}).get("name"), "home": (report["companion"] or {}).get("home"),
+            "alive": report["daemon"]["alive"],
             "locked": report["daemon"]["locked"], "seconds_since_beat": report["daemon"]["seconds_since_beat"],
             "beat_s": report["daemon"]["beat_s"], "mood": mood.get("label"), "energy": inner.get("energy"),
             "jobs": report.get("jobs") or {}, "schema": report["schema"]["db"]}

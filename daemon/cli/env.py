@@ -11,6 +11,7 @@ from typing import Any
 
 from daemon.clock import Clock, clock_from_env
 from daemon.config import load_settings
+from engine.home import settings_in_file
 from engine.settings import Settings
 from engine.store import connect, migrate
 from engine.store.lock import check_one_name
@@ -31,7 +32,9 @@ class CliEnv:
         return cls(settings=settings, config_file=config_file, db_path=Path(db), clock=clock_from_env())
 
     def open_db(self, *, create: bool = True) -> Any:
-        """Open (and migrate) the database; works whether or not the daemon is running (WAL)."""
+        """Open (and migrate) the database; works whether or not the daemon is running (WAL).
+
+        From here on `settings` are hers: her city, zone and role from her file (engine/home.py)."""
         from engine.errors import StoreError
 
         if not create and not self.db_path.exists():
@@ -40,7 +43,25 @@ class CliEnv:
         conn = connect(self.db_path)
         check_not_newer(conn)
         migrate(conn)
+        self.settings = settings_in_file(conn, self.settings)
         return conn
+
+    def adopt_home(self) -> None:
+        """Make `settings` hers before her file is opened (a command that reads times in her zone first).
+
+        Read-only and quiet: a missing or unreadable file keeps the defaults, and open_db says what is wrong."""
+        if not self.db_path.exists():
+            return
+        try:
+            conn = connect(self.db_path, readonly=True)
+        except Exception:  # open_db reports it, with the fix
+            return
+        try:
+            self.settings = settings_in_file(conn, self.settings)
+        except Exception:  # no companion table yet (an empty or older file): the [life] defaults, as before
+            pass
+        finally:
+            conn.close()
 
     @staticmethod
     def print_json(value: Any) -> None:

@@ -397,6 +397,8 @@ def people_names() -> list[str]:
     if cast.is_file():
         members = tomllib.loads(cast.read_text(encoding="utf-8")).get("member", {})
         names += [str(m["name"]) for m in members.values() if isinstance(m, dict) and "name" in m]
+        # every companion draws her own names from the pools (engine/life/cast.py cast_of)
+        names += [str(n) for m in members.values() if isinstance(m, dict) for n in m.get("names", ())]
     return sorted(set(names))
 
 

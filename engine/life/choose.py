@@ -15,7 +15,7 @@ from engine.life.cast import Member, cast, parents
 from engine.life.catalogue import CATEGORY_WHY, MEALS, ROUTINE_CATEGORIES, ActivitySpec, catalogue
 from engine.life.localtime import HOUR, MINUTE, local_hour, rng_for
 from engine.life.plan import after_anchor, next_anchor
-from engine.life.week import Anchor
+from engine.life.week import Anchor, trip_places
 from engine.life.world import WorldDay
 from engine.persona import Persona
 
@@ -25,6 +25,8 @@ WEATHER_APPEAL = {"晴": 1.4, "多云": 1.1, "阴": 0.9, "小雨": 0.15, "大雨
 # At her parents' for the Spring Festival she does what one does at home with family.
 FAMILY_KINDS = frozenset({"family_visit", "reading", "drama", "walk", "daydream", "call_friend", "music", "journal",
                           "outing"})
+# Away on a golden-week trip she does what one does between sights at a guesthouse (issue 24 item 4).
+TRIP_KINDS = frozenset({"reading", "daydream", "call_friend", "journal", "drama", "cafe"})
 OFF_DAY_KINDS = {"outing": 3.0, "meet_friend": 2.0, "movie": 2.0, "shopping": 2.5, "cafe": 2.0, "bake": 2.0,
                  "cook": 1.5, "chores": 1.5}
 # Chores that come from her household state; when not due they keep only this share of their appeal.
@@ -81,6 +83,17 @@ def choose(s: Situation) -> Choice:
     wake = plan.get("wake_at")
     awake_h = (t - wake) / HOUR if wake is not None else 24.0
     bed_h = (plan["sleep_at"] - t) / HOUR
+    if s.previous == "sleep" and room >= 3 * MINUTE:
+        opening = _waking_routine(s, rng, anchor.at, room)
+        if opening == "anchor":   # straight to breakfast, a little early
+            return _anchor_choice(s, anchor, rng, specs)
+        if isinstance(opening, Choice):
+            return opening
+    if (plan.get("desk_nap") and plan["naps"] == 0 and _between_work_blocks(s) and s.previous == "lunch"
+            and room >= 15 * MINUTE):
+        # 午休 (issue 24 item 5): after lunch she puts her head down on her desk until the afternoon starts
+        end = min(anchor.at, t + rng.randint(15, 35) * MINUTE)
+        return Choice("nap", "tired", anchor.at if anchor.at - end < 15 * MINUTE else end, place="工位")
     if plan["naps"] == 0 and NAP_HOURS[0] <= hour < NAP_HOURS[1] and room >= 25 * MINUTE and bed_h > 4 and (
             plan.get("nap") or s.energy < s.tired_energy):
         return Choice("nap", "tired", min(anchor.at, t + _draw_minutes(rng, specs["nap"]) * MINUTE))
@@ -105,6 +118,33 @@ def choose(s: Situation) -> Choice:
     return Choice(kind, why, end, place=_place(s, kind, specs), with_id=_with(s, kind, rng))
 
 
+# How her mornings open (issue 24: every day opened with 发呆): lying in with the phone, straight to washing up,
+# or whatever she chooses next (a moment at the window among it).
+WAKE_PHONE, WAKE_WASH = 0.4, 0.3
+SCRAP_S = 8 * MINUTE   # a gap this short before the next anchor is not left over as a scrap of 发呆
+
+
+def _waking_routine(s: Situation, rng: random.Random, until: float, room: float) -> Choice | str | None:
+    """How this morning opens: a Choice, "anchor" (straight to what is next, e.g. breakfast), or None (a free
+    choice)."""
+    pick = rng.random()
+    if room < 12 * MINUTE + SCRAP_S:
+        # breakfast is nearly due: a few minutes with the phone in bed, up and washed, or straight to breakfast
+        if pick < WAKE_PHONE:
+            return Choice("phone", "relax", until, place="被窝里")
+        if pick < WAKE_PHONE + WAKE_WASH:
+            return Choice("wash", "routine", until, place="家")
+        return "anchor"
+    def ending(end: float) -> float:
+        return until if until - end < SCRAP_S else min(until, end)
+
+    if pick < WAKE_PHONE:
+        return Choice("phone", "relax", ending(s.t + 5 * rng.randint(2, 8) * MINUTE), place="被窝里")
+    if pick < WAKE_PHONE + WAKE_WASH:
+        return Choice("wash", "routine", ending(s.t + rng.randint(10, 20) * MINUTE), place="家")
+    return None
+
+
 def _anchor_choice(s: Situation, anchor: Anchor, rng: random.Random, specs: dict[str, ActivitySpec]) -> Choice:
     t = s.t
     if anchor.kind == "sleep":
@@ -121,11 +161,14 @@ def _anchor_choice(s: Situation, anchor: Anchor, rng: random.Random, specs: dict
     else:
         lo, hi = spec.minutes
         end = min(t + rng.randint(lo, hi) * MINUTE, max(nxt, t + lo * MINUTE))
+        if 0 < nxt - end < SCRAP_S:
+            end = nxt   # no one-minute 发呆 before the next thing: breakfast simply takes a little longer
     why = {"meal": "hungry", "work": "work", "commute": "routine", "care": "routine",
            "festival": "festival"}.get(spec.category, "routine")
     with_id = None
     done = s.plan.get("done", ())
-    at_home_town = "travel_back" not in done and (s.world.festival != "除夕" or "travel_home" in done)
+    travels_home = any(a[0] == "travel_home" for a in s.plan["anchors"])
+    at_home_town = "travel_back" not in done and (not travels_home or "travel_home" in done)
     if s.plan.get("shape") == "family" and anchor.kind in ("festival", *MEALS) and at_home_town:
         # with her parents only while she is there: not before the train home, not after the train back (issue 24)
         with_id = next((m.id for m in parents()), None)
@@ -160,6 +203,11 @@ def _candidates(s: Situation, specs: dict[str, ActivitySpec], room: float, hour:
             continue
         if shape == "family" and kind not in FAMILY_KINDS:
             continue
+        if shape == "trip" and kind not in TRIP_KINDS:
+            continue
+        if s.plan.get("sick") not in (None, "last") and (spec.category == "exercise" or spec.min_energy >= 0.5
+                                                          or (spec.out and kind not in s.needs)):
+            continue   # with a cold she stays in: no run, no outing, no evening out (issue 24 item 5)
         if at_work and kind not in AT_WORK_KINDS:
             continue
         if kind == "family_visit" and shape != "family":
@@ -220,8 +268,13 @@ def _dusk_h(s: Situation) -> float:
 
 
 def _place(s: Situation, kind: str, specs: dict[str, ActivitySpec]) -> str:
-    if s.plan.get("shape") == "family" and not specs[kind].out:
-        return "老家"
+    if s.plan.get("shape") == "family" and (not specs[kind].out or kind == "family_visit"):
+        return "老家"   # staying at her parents': time with them is at their home
+    if s.plan.get("shape") == "trip" and not specs[kind].out:
+        places = trip_places(s.world, s.seed_key)
+        back = [a[3] for a in s.plan["anchors"] if a[0] == "travel_back" and a[3] is not None]
+        if places is not None and not (back and s.t >= back[0]):
+            return places[1]   # her guesthouse until the train has brought her home
     return specs[kind].place
 
 

@@ -214,11 +214,18 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "cooked": lambda f: bool(f.get("cooked")),
     "before_supper": lambda f: bool(f.get("before_supper")),
     # the Spring Festival at her parents' (issue 24, acceptance 4): the train home and back, meals there, 除夕, 初一
-    "train": lambda f: f.get("place") in ("回老家的高铁上", "回城的高铁上"),
+    "train": lambda f: f.get("place") in ("回老家的高铁上", "回城的高铁上") or bool(f.get("trip")),
     "train_home": lambda f: f.get("place") == "回老家的高铁上",
     "train_back": lambda f: f.get("place") == "回城的高铁上",
     "at_parents": lambda f: bool(f.get("at_parents")),
     "chuxi": lambda f: f.get("festival") == "除夕",
+    # her role's workday (engine/life/data/roles.toml, issue 24 item 7)
+    "draws": lambda f: bool(f.get("draws", True)),
+    "studio": lambda f: bool(f.get("studio", True)),
+    "metro": lambda f: bool(f.get("metro", True)),
+    "riding": lambda f: bool(f.get("riding", False)),
+    "job": lambda f: bool(f.get("job", True)),
+    "abroad": lambda f: bool(f.get("abroad", False)),   # she lives outside China (her parents a night away)
     "chunjie": lambda f: f.get("festival") == "春节",
     "zhongqiu": lambda f: f.get("festival") == "中秋节",
     "noted": lambda f: bool(f.get("noted")),   # her day has a note (a letdown, a named cause): the journal says it
@@ -227,7 +234,39 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "home_call": lambda f: bool(f.get("home_call")),   # a festival call home (中秋, 清明), not a chat
     "moon_sky": lambda f: f.get("weather") in ("晴", "多云"),   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
+    # issue 24 item 4: away on a golden-week trip; a minor festival (lived in one act, named once a day); which one
+    "trip": lambda f: bool(f.get("trip")),
+    "minor_festival": lambda f: bool(f.get("minor_festival")),
+    "fest_said": lambda f: bool(f.get("fest_said")),
+    "laba": lambda f: f.get("festival") == "腊八节",
+    "yuanxiao": lambda f: f.get("festival") == "元宵节",
+    "duanwu": lambda f: f.get("festival") == "端午节",
+    "qixi": lambda f: f.get("festival") == "七夕节",
+    "chongyang": lambda f: f.get("festival") == "重阳节",
+    "dongzhi": lambda f: f.get("festival") == "冬至",
+    # issue 24 item 5: a less ideal routine (phone in bed, 午休 at her desk, overtime, a cold)
+    "in_bed": lambda f: f.get("place") in ("床上", "被窝里"),
+    "lying_in": lambda f: f.get("place") == "被窝里",   # in bed after waking (床上: in bed before sleep)
+    "desk": lambda f: f.get("place") == "工位",
+    "overtime": lambda f: bool(f.get("overtime")),
+    "late_home": lambda f: bool(f.get("late_home")),
+    "sick": lambda f: bool(f.get("sick")),
+    "dwell": lambda f: bool(f.get("dwell")),   # one sentence in a few dwells on what is on her mind
+    "sick_first": lambda f: f.get("sick") == "first",
+    "sick_last": lambda f: f.get("sick") == "last",
+    "skipped": lambda f: bool(f.get("skipped")),
+    "good_news": lambda f: bool(f.get("good_news")),
+    "worry_news": lambda f: bool(f.get("worry_news")),   # a worrying beat of someone's storyline
+    "family": lambda f: f["with_whom"] is not None and f["with_whom"].relation in ("mother", "father"),   # a friend's storyline ended (mostly well): she is glad for them
+    "temp_now_ok": lambda f: bool(f.get("temp_now_ok")),
+    "rain_coming": lambda f: f.get("rain_turn") == "coming",   # the hour before a rainy day's rain starts
+    "rain_over": lambda f: f.get("rain_turn") == "over",       # the hours after it stopped
+    "chilly_now": lambda f: f.get("temp_now_c", 99) <= CHILLY_C,   # the hour is cool enough for 风有点凉
+    "play": lambda f: bool(f.get("play")),   # an outing, a friend, a film: 玩得挺开心 fits it (not work, not a meal)
 }
+
+
+CHILLY_C = 16
 
 
 def _feeling_is(key: str) -> Callable[[Facts], bool]:
@@ -264,7 +303,7 @@ def choose(rng: random.Random, alts: tuple[Alt, ...], facts: Facts, slots: Mappi
     heads = {part[:HEAD] for clause in said for part in clause.split("，")}
     for alt in usable:
         text = fill(alt.text, slots) if alt.slots else alt.text   # nothing to fill: no regex pass
-        if text in avoid:
+        if text in avoid or (avoid and text.rsplit("，", 1)[-1] in avoid):   # the tail her last sentence ended on
             continue
         if any(part[:HEAD] in heads for part in text.split("，")):
             continue

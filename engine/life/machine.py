@@ -18,11 +18,12 @@ from engine import feelings as feel
 from engine import mood as mood_model
 from engine.life import cast as cast_model
 from engine.life import household as house_model
+from engine.life import illness
 from engine.life.catalogue import ActivitySpec, catalogue
 from engine.life.choose import RAIN, Choice, Situation, choose
 from engine.life.fallback import abandoned_text, completion_text, details_for, resumed_text
 from engine.life.localtime import HOUR, MINUTE, day_of, local_time, rng_for
-from engine.life.narrate import StoryState, narrate, tail_of
+from engine.life.narrate import StoryState, deadline_near, narrate, tail_of
 from engine.life.plan import make_plan, next_anchor
 from engine.life.scene import Companion, Moment, Outcome, Scene
 from engine.life.state import (
@@ -40,7 +41,8 @@ from engine.life.state import (
     mood_params,
     world_of,
 )
-from engine.life.week import leave_by, shape_of
+from engine.life.story import away_ids
+from engine.life.week import leave_by, role_causes, shape_of
 from engine.life.world import WorldDay
 
 __all__ = [
@@ -75,6 +77,9 @@ NAMED_FOR_S = 90 * MINUTE
 DINNER_KEYS = ("dinner", "nianyefan")
 
 
+BEDTIME_SCROLL = 0.35       # share of nights she takes her phone to bed first
+SCROLL_LONG = 0.35          # ... and of those, how often it runs far longer than meant
+SCROLL_MIN = (40, 50, 60, 75, 90)
 COOKED_WITHIN_S = 3 * HOUR   # a dish cooked this long before dinner is that dinner
 
 
@@ -186,9 +191,14 @@ def _wake_up(ctx: LifeContext, state: LifeState, at: float, slept_h: float, mood
     slept = round(slept_h, 3)
     state = state.evolve(house=house_model.new_day(state.house), slept_h=slept)
     if mood_on:
-        tone = mood_model.waking_tone(state.seed_key, dt.date.fromisoformat(day_of(at, ctx.tz)), slept, ctx.mp)
-        state = state.evolve(day_tone=tone, feelings=tuple(feel.apply_raises(
-            state.feelings, feel.waking_raises(slept, ctx.mp.sleep_need_h), at)))
+        date = dt.date.fromisoformat(day_of(at, ctx.tz))
+        cold = illness.cold_on(state.seed_key, date)
+        tone = mood_model.waking_tone(state.seed_key, date, slept, ctx.mp) - illness.tone_cost(cold)
+        raises = feel.waking_raises(slept, ctx.mp.sleep_need_h)
+        sick = illness.tired_raise(cold)
+        if sick is not None:   # a cold: tired for a cause she names (issue 24 item 5)
+            raises = [*raises, ([("tired", sick[0])], sick[1])]
+        state = state.evolve(day_tone=tone, feelings=tuple(feel.apply_raises(state.feelings, raises, at)))
         state = retarget(ctx, state, at, "sleep")
     return _new_plan(ctx, state, at, woke_at=at)
 
@@ -220,7 +230,8 @@ def _new_plan(ctx: LifeContext, state: LifeState, t: float, woke_at: float | Non
     plan = make_plan(state.seed_key, t, day, state.energy, energy_params(ctx.settings, ctx.persona, t), ctx.persona,
                      ctx.tz, role=ctx.role, world=world, tomorrow=tomorrow, woke_at=woke_at,
                      half_width_h=ctx.settings.life.sleep_window_h, mood_dev=mood_dev(ctx, state),
-                     slept_h=state.slept_h)
+                     slept_h=state.slept_h, crunch=deadline_near(state.story, state.seed_key),
+                     sick=illness.stage(illness.cold_on(state.seed_key, dt.date.fromisoformat(day))))
     return state.evolve(plan=plan)
 
 
@@ -237,8 +248,10 @@ def _situation(ctx: LifeContext, state: LifeState, t: float, previous: str | Non
         energy=energy_level(ctx, state, t), mood_dev=mood_dev(ctx, state), last_social_at=max(known) if known else None,
         previous=previous, tz=ctx.tz, tired_energy=ctx.settings.life.tired_energy,
         lonely_after_h=ctx.settings.life.lonely_after_h, needs=needs,
-        friends_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="same_city")),
-        family_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="hometown")), sleep_end=sleep_end)
+        friends_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="same_city", seed_key=state.seed_key,
+                                                           away=away_ids(state.story))),
+        family_due=tuple(m for m, _ in cast_model.overdue(state.met, t, lives="hometown", seed_key=state.seed_key,
+                                                          away=away_ids(state.story))), sleep_end=sleep_end)
 
 
 def wake_for(ctx: LifeContext, state: LifeState, t: float) -> float:
@@ -247,7 +260,7 @@ def wake_for(ctx: LifeContext, state: LifeState, t: float) -> float:
     wake = energy_model.crossing(state.energy.s, t, ep, asleep=True)
     wake = min(max(wake, t + MIN_SLEEP_H * HOUR), t + MAX_SLEEP_H * HOUR)
     wake_day = day_of(wake, ctx.tz)   # the morning she wakes into (her day turns at 04:00)
-    if shape_of(_world(ctx, state, wake_day)) == "work":
+    if shape_of(_world(ctx, state, wake_day), state.seed_key) == "work":
         alarm = leave_by(ctx.role, wake_day, ctx.tz, state.seed_key)
         if alarm is not None and alarm < wake:
             wake = max(alarm, t + SHORTEST_NIGHT_H * HOUR)
@@ -268,6 +281,15 @@ def _choose_and_start(ctx: LifeContext, state: LifeState, t: float, previous: st
         rng = rng_for(state.seed_key, plan["day"], "unsettled", round(t, 3))
         choice = Choice("daydream", "unsettled", t + _lie_awake_s(rng), place="家")
         plan["lay_awake"] = True
+    elif sleep_end is not None and not plan.get("scrolled") and not plan.get("lay_awake"):
+        # in bed with her phone first, now and then far longer than she meant (issue 24 item 5: 短视频)
+        plan["scrolled"] = True
+        rng = rng_for(state.seed_key, plan["day"], "scroll")
+        if rng.random() < BEDTIME_SCROLL:
+            minutes = rng.choice(SCROLL_MIN) if rng.random() < SCROLL_LONG else rng.randint(10, 25)
+            choice = Choice("phone", "relax", t + minutes * MINUTE, place="床上")
+        else:
+            choice = choose(_situation(ctx, state, t, previous, sleep_end))
     else:
         choice = choose(_situation(ctx, state, t, previous, sleep_end))
     if choice.anchor is not None and choice.anchor != "sleep":
@@ -334,7 +356,8 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     outcome = Outcome(detail.get("outcome", "done"))
     effects: list[Effect] = [EndActivity(cur["id"], "done", at, detail)]
     if mood_on:   # what it raised colours its own sentence (issue 24)
-        raises = feel.activity_raises(state.seed_key, kind, outcome.value, energy_level(ctx, state, at), at)
+        raises = feel.activity_raises(state.seed_key, kind, outcome.value, energy_level(ctx, state, at), at,
+                                      role_causes=role_causes(ctx.role))
         if raises:
             state = state.evolve(feelings=tuple(feel.apply_raises(state.feelings, raises, at)))
     if not preview:
@@ -348,9 +371,10 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     if kind == "cook" and outcome is Outcome.DONE and state.plan is not None and not _dined(state):
         state = state.evolve(plan={**state.plan, "cooked_at": round(at, 3)})
     who = detail.get("with")
-    member = cast_model.cast().get(who) if who else None
+    member = cast_model.cast_of(state.seed_key).get(who) if who else None
     # Seeing someone counts for everyone; a call counts only for those far away (a call is not a meeting).
-    if member and outcome is Outcome.DONE and (kind != "call_friend" or member.lives == "hometown"):
+    far = member is not None and cast_model.lives_of(member, away_ids(state.story)) == "hometown"
+    if member and outcome is Outcome.DONE and (kind != "call_friend" or far):
         state = state.evolve(met={**state.met, member.id: round(at, 3)})
     day = state.plan["day"] if state.plan else day_of(at, ctx.tz)
     place = detail.get("place") or spec.place
@@ -367,13 +391,17 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
     """The narrated sentence for this activity, and the story state after it (None: use the fallback)."""
     ended = local_time(at, ctx.tz)
     who = cur["detail"].get("with")
-    member = cast_model.cast().get(who) if who else None
+    member = cast_model.cast_of(state.seed_key).get(who) if who else None
     scene = Scene(kind=cur["kind"], moment=moment, started=local_time(float(cur["started_at"]), ctx.tz), ended=ended,
                   world=world_of(ended.date(), ctx.city, state.seed_key), outcome=outcome,
                   with_whom=Companion(member.id, member.name, member.relation) if member else None,
                   place=cur["detail"].get("place"), valence=mood_model.values(state.mood, ctx.mp)[0],
                   remaining_s=remaining_s, dined=cur["kind"] not in DINNER_KEYS and _dined(state),
                   cooked=cur["kind"] == "dinner" and _cooked_before(state, float(cur["started_at"])),
+                  sick=illness.stage(illness.cold_on(state.seed_key, dt.date.fromisoformat(day_of(at, ctx.tz)))),
+                  skipped=bool(state.plan and state.plan.get("skipped_breakfast")
+                               and cur["detail"].get("anchor") == "commute_am"),
+                  anchor=cur["detail"].get("anchor"), role=ctx.role.name,
                   **_felt(ctx, state, at, outcome))
     text, story = narrate(scene, StoryState.adopt(state.story), state.seed_key, state.last_tail)
     return text, story.data
@@ -382,13 +410,16 @@ def _sentence(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float
 def _felt(ctx: LifeContext, state: LifeState, at: float, outcome: Outcome) -> dict[str, Any]:
     """The Scene's feeling fields: her strongest feeling and its cause, and the band her words take."""
     top = feel.strongest(state.feelings, at)
+    dev = mood_model.values(state.mood, ctx.mp)[0] - ctx.mp.baseline[0]
+    mood_band = "neg" if dev <= -VALENCE_BAND_DEV else "pos" if dev >= VALENCE_BAND_DEV else "flat"
     if outcome is Outcome.DISAPPOINTED:
         band = "neg"
     elif top is not None and top["i"] >= FEELING_BAND_AT:
         band = "pos" if feel.sign_of(top["name"]) == "pos" else "neg"
+        if mood_band != "flat" and band != mood_band:
+            band = "flat"   # a feeling against a clearly other mood: neither wins her words (no 失落 on a glad day)
     else:
-        dev = mood_model.values(state.mood, ctx.mp)[0] - ctx.mp.baseline[0]
-        band = "neg" if dev <= -VALENCE_BAND_DEV else "pos" if dev >= VALENCE_BAND_DEV else "flat"
+        band = mood_band
     tab = feel.table()
     if top is None or not (top["i"] >= NAMED_AT or at - top["since"] <= NAMED_FOR_S):
         return {"band": band}

@@ -13,7 +13,9 @@ import copy
 import datetime as dt
 import functools
 import hashlib
+import math
 import random
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,8 +23,11 @@ from typing import Any
 from engine.errors import InputError
 from engine.life import story as st
 from engine.life.grammar import expand, grammar, sentence
+from engine.life.place import city
 from engine.life.scene import Moment, Outcome, Scene
 from engine.life.season import sights
+from engine.life.trip import place_on_trip
+from engine.life.week import role
 from engine.life.wording import cn_count, cn_decimal_half, cn_number, duration_phrase
 
 SILENT_KINDS = frozenset({"chat"})  # the chat itself is the user's memory, not a life event
@@ -33,13 +38,23 @@ RESUME_AT_LEAST_MIN = 1
 # Issue 24: how often a sentence with no named feeling in a flat band may end on a stock tail ("日子就是这样");
 # a rare choice, not the default (they were half of all sentences).
 FLAT_TAIL_CHANCE = 0.1
-POS_PLAIN_CHANCE = 0.35   # likewise the plain glad words (心情挺好 …): not at the end of every sentence of a good day
+POS_PLAIN_CHANCE = 0.35
+EXCLAIM_CHANCE = 0.35
+PLAY_KINDS = frozenset({"outing", "meet_friend", "shopping", "movie", "cafe", "walk", "family_visit", "festival"})     # of glad sentences that end on her glad words
+# A sentence that carries someone else's news or a milestone of hers (a storyline beat, a finished book) takes
+# no low stock tail: 「小雨说报了驾校，准备考驾照，心里空落落的」 does not fit (issue 24). Only a feeling with a
+# cause she names (what the user told her) is said beside such news.
+NEWS_EVENTS = frozenset({"line_new", "line_next", "line_end", "line_after", "finished", "delivered", "smooth",
+                         "grew", "ended", "new", "phase", "fest", "moon", "trip_go", "trip_spot", "trip_meal",
+                         "trip_back"})   # likewise the plain glad words (心情挺好 …): not at the end of every sentence of a good day
 # How often a low moment says how she feels (else the sentence may go without), and how often a feeling whose cause
 # the user told her is said with that cause: she thinks of it through the day, not in every sentence.
 LOW_SAYS_FEELING = 0.6
 DWELL_CHANCE = 0.3
 # Where a sunset is seen: from half an hour before the sun goes down to a little after.
 GLOW_BEFORE = dt.timedelta(minutes=30)
+# How she gets to work, by where she is on the way (engine/life/data/roles.toml commute_place).
+COMMUTE_WAYS = {"地铁上": "坐地铁", "公交上": "坐公交", "骑车路上": "骑车"}
 GLOW_AFTER = dt.timedelta(minutes=25)
 # Every slot a clause may name besides the [words] pools: from the scene, the world and the story (story.py).
 SLOT_NAMES = frozenset({
@@ -47,8 +62,19 @@ SLOT_NAMES = frozenset({
     "sight_line", "fruit", "festival_food",
     "book", "pages", "next_book", "chapter", "again", "show", "eps", "many_eps", "next_show", "ep", "film", "piece", "next_piece",
     "stage", "course", "next_course", "lesson", "page_no", "project", "next_project", "phase", "plant", "growth",
-    "next_plant", "look", "name", "news", "topic", "cause", "note",
+    "next_plant", "look", "name", "news", "topic", "cause", "note", "trip_city", "trip_food", "spot", "temp_now",
+    "workplace", "work_doing", "work_bad", "commute_way",   # her role's workday (engine/life/data/roles.toml)
 })
+# Issue 24 item 4: a minor festival is lived as one fitting act, said once (腊八粥 for dinner, 粽子 at lunch, a call
+# home on 重阳), not a prefix on every sentence; the act's words are its kind's `fest` clauses.
+FESTIVAL_ACTS = {"腊八节": "dinner", "元宵节": "dinner", "端午节": "lunch", "七夕节": "dinner", "重阳节": "call_friend",
+                 "冬至": "dinner"}
+OVERTIME_FROM_H = 18.5   # her studio day ends at 18:00; from half past, she stayed late
+DEADLINE_SHARE = 0.7     # of her project's hours done: its deadline is near (engine/life/week.py CRUNCH_LATE)
+# What a place on a golden-week trip makes of an activity there (engine/life/trip.py): the story event whose
+# clauses say it (the train there and back, a sight, a meal at a local eatery).
+TRIP_EVENTS = {("commute", "go"): "trip_go", ("commute", "back"): "trip_back", ("outing", "spot"): "trip_spot",
+               ("lunch", "meal"): "trip_meal", ("dinner", "meal"): "trip_meal", ("breakfast", "meal"): "trip_meal"}
 FAMILY_WORDS = {"mother": "妈妈", "father": "爸爸"}  # a daughter says 妈妈, not her mother's name
 
 
@@ -155,10 +181,42 @@ def weather_at(world: Any, moment: dt.datetime) -> str:
     return str(world.weather) if window[0] <= hour < window[1] else NO_RAIN_NOW
 
 
+def rain_turn(world: Any, moment: dt.datetime) -> str:
+    """On a rainy day, where the moment sits against its rain (issue 24 item 5: weather changes within a day):
+    "coming" in the hour before it starts, "over" in the three hours after it stops, else ""."""
+    window = rain_window(world.date, world.weather)
+    if window is None:
+        return ""
+    hour = moment.hour + moment.minute / 60 + (24 if moment.date() > world.date else 0)
+    if window[0] - 1.0 <= hour < window[0]:
+        return "coming"
+    if window[1] <= hour < window[1] + 3.0:
+        return "over"
+    return ""
+
+
 def home_call(scene: Scene) -> bool:
-    """A festival call home (中秋, 清明; engine/life/week.py festival_anchors): to her parents, about the day."""
+    """A festival call home (中秋, 清明, and 除夕 abroad; engine/life/week.py festival_anchors): to her parents."""
+    if scene.world.festival == "除夕":   # abroad: the one video call home of the evening, not any call with mum
+        return scene.kind == "call_friend" and scene.anchor == "call_home"
     return (scene.kind == "call_friend" and scene.with_whom is not None
-            and scene.with_whom.relation in FAMILY_WORDS and scene.world.festival in ("中秋节", "清明节"))
+            and scene.with_whom.relation in FAMILY_WORDS and scene.world.festival in ("中秋节", "清明节", "重阳节"))
+
+
+DIURNAL_MIN_H, DIURNAL_MAX_H = 6.0, 14.5   # the coolest hour near sunrise, the warmest mid-afternoon
+
+
+def temp_at(world: Any, moment: dt.datetime) -> float:
+    """The temperature of the hour (issue 24 item 5): the day's low near dawn rising to its high at 14:30, then
+    falling through the evening and night (a cosine between the two)."""
+    hour = moment.hour + moment.minute / 60 + (24 if moment.date() > world.date else 0)
+    low, high = float(world.temp_low_c), float(world.temp_high_c)
+    if DIURNAL_MIN_H <= hour <= DIURNAL_MAX_H:
+        share = 0.5 - 0.5 * math.cos(math.pi * (hour - DIURNAL_MIN_H) / (DIURNAL_MAX_H - DIURNAL_MIN_H))
+    else:
+        since = (hour - DIURNAL_MAX_H) % 24
+        share = 0.5 + 0.5 * math.cos(math.pi * since / (24 - (DIURNAL_MAX_H - DIURNAL_MIN_H)))
+    return low + (high - low) * share
 
 
 def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
@@ -166,9 +224,11 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
     world = scene.world
     sky = world.weather in ("晴", "多云")
     glow = sky and scene.started <= world.sunset + GLOW_AFTER and scene.ended >= world.sunset - GLOW_BEFORE
+    work = role(scene.role)
     return {
         "outdoor": outdoor,
         "weather": weather_at(world, scene.ended),
+        "rain_turn": rain_turn(world, scene.ended),
         "temp_low": world.temp_low_c,
         "temp_high": world.temp_high_c,
         "phase": _phase(scene),
@@ -194,6 +254,25 @@ def facts_of(scene: Scene, outdoor: bool) -> dict[str, Any]:
             scene.with_whom is not None and scene.with_whom.relation in FAMILY_WORDS
             and scene.kind in ("breakfast", "lunch", "dinner")),
         "user_cause": scene.feeling_cause.startswith("你"),
+        # her role's workday (issue 24 item 7): a teacher goes to 学校 by bus, not to 工作室 by metro
+        "draws": work.draws,
+        "studio": work.place == "工作室",
+        "metro": (scene.place if scene.kind == "commute" and scene.place else work.commute_place) == "地铁上",
+        "riding": (scene.place if scene.kind == "commute" and scene.place else work.commute_place) == "骑车路上",
+        "job": work.work_kind == "work",
+        "abroad": city(world.city).abroad,
+        "trip": place_on_trip(scene.place) is not None,
+        # issue 24 item 5: she stayed at the studio past 18:30; she went home after that; a cold; no breakfast
+        "overtime": scene.kind == "work" and scene.place == "工作室" and _clock(scene.ended) >= OVERTIME_FROM_H,
+        "late_home": scene.kind == "commute" and scene.ended.hour >= 12 and _clock(scene.started) >= OVERTIME_FROM_H,
+        "sick": scene.sick,
+        "skipped": scene.skipped,
+        "play": scene.kind in PLAY_KINDS,
+        # the hour's own temperature is said only when it is not the day's low at midday (engine/life/slips.py)
+        "temp_now_ok": not (10 <= scene.ended.hour < 17 and round(temp_at(world, scene.ended)) == round(
+            world.temp_low_c)),
+        "temp_now_c": temp_at(world, scene.ended),
+        "minor_festival": world.festival in FESTIVAL_ACTS,
     }
 
 
@@ -241,6 +320,7 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
     numbers: dict[str, Callable[[], str]] = {
         "high": lambda: _degrees(world.temp_high_c),
         "low": lambda: _degrees(world.temp_low_c),
+        "temp_now": lambda: _degrees(temp_at(world, scene.ended)),
         "steps": lambda: cn_number(max(100, 100 * round(minutes * rng.uniform(*WALK_STEPS_PER_MIN) / 100))) + "步",
         "km": lambda: cn_decimal_half(minutes / 60 * rng.uniform(*WALK_KMH), "公里"),
         "run_km": lambda: cn_decimal_half(minutes / 60 * rng.uniform(*RUN_KMH), "公里"),
@@ -263,6 +343,27 @@ def _base_slots(scene: Scene, rng: random.Random) -> _Slots:
         slots["new_year"] = "过年"
     if scene.place:
         slots["place"] = scene.place
+        on_trip = place_on_trip(scene.place)
+        if on_trip is not None:
+            trip, what = on_trip
+            slots["trip_city"] = trip.city
+            lazy["trip_food"] = functools.partial(rng.choice, trip.food)
+            if what == "spot":
+                slots["spot"] = scene.place
+    work = role(scene.role)
+    if not work.draws:   # the words of her working day (engine/life/data/roles.toml)
+        slots["workplace"] = work.place
+        if work.doing:
+            lazy["work_doing"] = functools.partial(rng.choice, work.doing)
+        if work.bad_day:
+            lazy["work_bad"] = functools.partial(rng.choice, work.bad_day)
+    if scene.kind == "commute":
+        slots["commute_way"] = COMMUTE_WAYS.get(scene.place or work.commute_place, "路上")
+    home = city(world.city)
+    if home.spots:   # her city's own places to go out to (no 西湖边 in 纽约)
+        lazy["spot"] = functools.partial(rng.choice, home.spots)
+    for name, pool in home.words:   # and its own words for a pool (a bagel for breakfast in 纽约)
+        lazy[name] = functools.partial(rng.choice, pool)
     if scene.feeling_cause and scene.kind != "journal":   # the journal says it as her note of the day
         slots["cause"] = scene.feeling_cause
     who = scene.with_whom
@@ -309,7 +410,7 @@ def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: s
         return st.advance_course(data, scene, _ordered(seed, "course", tables["course"]))
     if kind == "journal":
         return st.advance_journal(data, scene, int(tables["notebook_pages"]))
-    if kind == "work":
+    if kind == "work" and role(scene.role).draws:   # only drawing work has illustration projects
         return st.advance_project(data, scene, _ordered(seed, "project", tables["project"]))
     if kind == "plants":
         return st.advance_plant(data, scene, tables["plant"])
@@ -317,7 +418,7 @@ def _advance(data: dict[str, Any], scene: Scene, rng: random.Random, who_word: s
             and not home_call(scene):   # a festival call home is about the festival, not a friend's news
         who = scene.with_whom
         shown = type(who)(id=who.id, name=who_word or who.name, relation=who.relation)
-        return st.advance_line(data, scene, shown, tables["storyline"])
+        return st.advance_line(data, scene, shown, tables["storyline"], seed)
     return st.Told()
 
 
@@ -345,6 +446,11 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
     slots.update(told.slots)
     outdoor = bool(g.data["kind"][scene.kind].get("outdoor", False))
     facts = facts_of(scene, outdoor)
+    event = told.event
+    day = _her_day(scene).isoformat()
+    facts["fest_said"] = data.get("fest_said") == day
+    if event is None and scene.moment is Moment.COMPLETED and scene.outcome is Outcome.DONE:
+        event = _occasion(scene, facts)
     _read_note(data, scene, facts, slots)
     facts["tail"] = rng.random() < FLAT_TAIL_CHANCE
     facts["pos_say"] = rng.random() < POS_PLAIN_CHANCE
@@ -352,19 +458,103 @@ def narrate(scene: Scene, story: StoryState, seed: str, avoid_tail: str | None =
     waking = scene.kind == "sleep"
     facts["dwell"] = rng.random() < DWELL_CHANCE or waking
     says_feeling = rng.random() < LOW_SAYS_FEELING or waking
+    if event in NEWS_EVENTS and facts["band"] == "neg" and not scene.feeling_cause \
+            and scene.outcome is not Outcome.DISAPPOINTED:
+        facts["band"], says_feeling = "flat", False   # the news is the sentence; no low tail that does not fit it
+    facts["good_news"] = event == "line_end"
+    facts["worry_news"] = bool(told.slots.get("worry")) and event in ("line_new", "line_next")
+    if facts["worry_news"] and not scene.feeling_cause:
+        # her words answer the worrying news (with concern), not a glad or low feeling of her own
+        facts["feeling"], facts["band"], says_feeling = None, "flat", True
     moment = {Moment.RESUMED: "resumed", Moment.ABANDONED: "abandoned"}.get(scene.moment)
     if moment is None:
         moment = "disappointed" if scene.outcome is Outcome.DISAPPOINTED else "done"
     # a low moment says how she feels (issue 24: her lowest days read like every day when the feeling is optional)
-    wanted = frozenset({"feeling"}) if facts["band"] == "neg" and says_feeling else frozenset()
-    clauses = expand(rng, scene.kind, moment, facts, slots, told.event, wanted,
+    wanted = frozenset({"feeling"}) if (facts["band"] == "neg" or facts["worry_news"]) and says_feeling else frozenset()
+    clauses = expand(rng, scene.kind, moment, facts, slots, event, wanted,
                      frozenset({avoid_tail}) if avoid_tail else frozenset())
     _take_note(data, scene, moment, slots.get("verb", ""))
+    if clauses is not None and world_festival_said(scene, clauses) and data.get("fest_said") != day:
+        data["fest_said"] = day   # the festival is named once a day (issue 24: 「今天是腊八节，」 on 6 of 16)
     after = _story_after(story, data)
     if clauses is None:  # the data file promises a core clause for every kind and moment (tested); keep the story
         return None, after
-    glad = facts["band"] == "pos" and moment == "done" and rng.random() < 0.25
+    # "！" only where the sentence earns it: a glad moment that ends on her glad words (issue 24: not on
+    # 「和琳琳打了二十五分钟电话！」)
+    glad = facts["band"] == "pos" and moment == "done" and glad_tail(clauses[-1]) and rng.random() < EXCLAIM_CHANCE
     return sentence(clauses, exclaim=glad), after
+
+
+@functools.cache
+def _glad_patterns() -> tuple[re.Pattern[str], ...]:
+    """Her glad words: every feeling clause (shared or a kind's own) said only in a glad band or of a glad
+    feeling, as a pattern (a {slot} matches any words)."""
+    g = grammar()
+    glad = {"pos", "good_news", *(f"f_{name}" for name in ("glad", "warm", "content", "lively", "hopeful", "relieved"))}
+    alts = [*g.common.get("feeling", ()), *(a for k in g.kinds.values() for key, v in k.clauses.items()
+                                            if key.split(".")[0] == "feeling" for a in v)]
+    # the plain glad words of a good mood (心情挺好 …, drawn by pos_say) say it quietly: a 「！」 is for a feeling
+    # with something behind it (a call, an outing, a story she loves)
+    return tuple(re.compile("".join(".+" if part.startswith("{") else re.escape(part)
+                                    for part in re.split(r"(\{[a-z_]+\})", alt.text)) + "$")
+                 for alt in alts if glad & set(alt.conditions) and "pos_say" not in alt.conditions)
+
+
+def glad_tail(clause: str) -> bool:
+    """Whether a clause is one of her glad feeling clauses (the only place a 「！」 is earned)."""
+    return any(p.match(clause) for p in _glad_patterns())
+
+
+def _routine_event(scene: Scene, facts: Mapping[str, Any]) -> str | None:
+    """What of a less ideal routine this sentence must say (issue 24 item 5): a cold on waking, a 午休 at her desk,
+    leaving without breakfast, staying late before a deadline."""
+    if scene.kind == "sleep" and scene.sick:
+        return "sick"
+    if scene.kind == "nap" and scene.place == "工位":
+        return "desk"
+    if scene.kind == "commute" and scene.skipped:
+        return "skipped"
+    if facts["overtime"]:
+        return "overtime"
+    return None
+
+
+def world_festival_said(scene: Scene, clauses: list[str]) -> bool:
+    """Whether the sentence names today's festival (by name, or 腊八/端午 … without 节)."""
+    name = scene.world.festival
+    return name is not None and any(name.removesuffix("节") in c for c in clauses)
+
+
+def _clock(moment: dt.datetime) -> float:
+    return moment.hour + moment.minute / 60
+
+
+def deadline_near(story: Mapping[str, Any], seed: str) -> bool:
+    """Whether her studio project is nearly due (DEADLINE_SHARE of its hours done): the days she works late."""
+    cur = story.get("project")
+    if not isinstance(cur, dict):
+        return False
+    projects = _ordered(seed, "project", grammar().data["story"]["project"])
+    project = projects[int(cur.get("index", 0)) % len(projects)]
+    return float(cur.get("work_min", 0)) >= DEADLINE_SHARE * float(project["hours"]) * 60
+
+
+def _occasion(scene: Scene, facts: Mapping[str, Any]) -> str | None:
+    """The event a completed activity is an occasion for: a sight, a meal or the train of a golden-week trip, or
+    today's minor festival lived in its one act (the dinner of 腊八粥, the lunch of 粽子, the call home on 重阳)."""
+    on_trip = place_on_trip(scene.place)
+    if on_trip is not None:
+        return TRIP_EVENTS.get((scene.kind, on_trip[1]))
+    routine = _routine_event(scene, facts)
+    if routine is not None:
+        return routine
+    festival = scene.world.festival
+    if festival == "中秋节" and scene.kind == "festival" and facts["at_parents"]:
+        return "moon"   # 中秋 at her parents' in the golden week: the evening with 月饼 and the moon
+    if festival in FESTIVAL_ACTS and FESTIVAL_ACTS[festival] == scene.kind and not facts["at_parents"] \
+            and not facts["fest_said"] and (scene.kind != "call_friend" or facts["home_call"]):
+        return "fest"
+    return None
 
 
 def _her_day(scene: Scene) -> dt.date:

@@ -13,7 +13,7 @@ from engine.errors import ConfigError, InputError
 
 # The order of the weather columns in data/cities.toml; engine/life/weather.py draws from these.
 WEATHERS: tuple[str, ...] = ("晴", "多云", "阴", "小雨", "大雨", "雪", "雾")
-ZONES: frozenset[str] = frozenset({"cold", "north", "jiangnan", "sichuan", "south"})
+ZONES: frozenset[str] = frozenset({"cold", "north", "jiangnan", "sichuan", "south", "us_northeast"})
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,11 @@ class City:
     tz: str
     zone: str
     months: tuple[MonthClimate, ...]  # 12 entries, January first
+    abroad: bool = False  # outside China: no 高铁 home, her parents a video call away (issue 24 item 7)
+    holidays: str = ""  # abroad: the public holidays she has off (engine/life/abroad.py), "" none
+    spots: tuple[str, ...] = ()  # places in the city she goes out to (narration's {spot}); () = the general ones
+    # the city's own words for a narration word pool (engine/life/data/narration.toml [words]): 贝果 in 纽约
+    words: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __hash__(self) -> int:
         # The dataclass hash (of all fields, the twelve months' climate included), computed once: a City keys
@@ -81,7 +86,20 @@ def _parse_city(name: str, raw: dict[str, object]) -> City:
             raise ConfigError(f"{where} month {month}: day counts must be >= 0 with a positive sum, low <= high")
         total = sum(days)
         months.append(MonthClimate(tuple(d / total for d in days), float(low), float(high)))
-    return City(name=name, lat=lat, lon=lon, tz=tz, zone=zone, months=tuple(months))
+    abroad, holidays = raw.get("abroad", False), raw.get("holidays", "")
+    if not isinstance(abroad, bool):
+        raise ConfigError(f"{where} abroad must be true or false, got {abroad!r}")
+    if holidays not in ("", "us"):   # engine/life/abroad.py HOLIDAY_SETS
+        raise ConfigError(f"{where} holidays must be \"us\" or left out, got {holidays!r}")
+    spots = raw.get("spots", [])
+    if not isinstance(spots, list) or not all(isinstance(s, str) and s for s in spots):
+        raise ConfigError(f"{where} spots must be a list of place names")
+    words = raw.get("words", {})
+    if not isinstance(words, dict) or not all(
+            isinstance(pool, list) and pool and all(isinstance(w, str) and w for w in pool) for pool in words.values()):
+        raise ConfigError(f"{where} words must be a table of non-empty lists of words")
+    return City(name=name, lat=lat, lon=lon, tz=tz, zone=zone, months=tuple(months), abroad=abroad, holidays=holidays,
+                spots=tuple(spots), words=tuple((str(k), tuple(v)) for k, v in sorted(words.items())))
 
 
 @cache

@@ -59,6 +59,12 @@ class Scene:
     feeling_cause: str = ""
     dined: bool = False  # her dinner is already eaten today (no second dinner in her words, issue 24)
     cooked: bool = False  # she cooked a dish shortly before this meal: the meal is that dish
+    anchor: str | None = None  # the fixed point of her day it was (engine/life/week.py Anchor.key), if any
+    role: str = "illustrator"  # what she does for work (engine/life/data/roles.toml id): the words of her workday
+    # Issue 24 item 5: the day of a cold she has (first / on / last, '' without: engine/life/illness.py) and
+    # whether she left without breakfast this morning (said on the way to work)
+    sick: str = ""
+    skipped: bool = False
 
     @property
     def minutes(self) -> int:

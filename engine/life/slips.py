@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from engine.life.checks import Finding, Line, World
 from engine.life.numerals import chinese_int, quantities
 
-SLIPS = ("dinners", "online_steps", "home_cinema", "film_length", "low_at_noon", "all_day_rain")
+SLIPS = ("dinners", "online_steps", "home_cinema", "film_length", "low_at_noon", "all_day_rain", "work_on_day_off",
+         "cold_again")
 DAY_TURNS_AT_H = 4
 
 # --- two dinners -------------------------------------------------------------------------------------------------
@@ -174,9 +175,53 @@ def check_all_day_rain(lines: Iterable[Line], names: Iterable[str] = ()) -> list
     return out
 
 
+# --- the studio on a day off, a cold caught twice ----------------------------------------------------------------
+
+# Said of her own working day: overtime, a 午休 at her desk, the studio, the ride to or from work. "不用上班" (no
+# work today) and a friend's news (说…) are not.
+_AT_WORK = re.compile(r"加班|工位|工作室|(?<!不用)上班|下班")
+
+
+def check_work_on_day_off(lines: Iterable[Line], world: World) -> list[Finding]:
+    """A weekend or a holiday (国庆 on a trip, 春节 at her parents') has no overtime, no 午休 at her desk, no studio
+    (issue 24 item 5): her own working day said on a day off is a slip."""
+    out: list[Finding] = []
+    for line in lines:
+        day = _local_day(line.at)
+        if not world(day).is_day_off:
+            continue
+        own = re.split(r"说", line.text, maxsplit=1)[0]   # what a friend says of her job is not her day
+        m = _AT_WORK.search(own)
+        if m:
+            out.append(Finding("work_on_day_off", line.id, m.group(0), f"her working day said on a day off ({day})"))
+    return out
+
+
+_CAUGHT = re.compile(r"好像感冒了|八成是感冒了")
+COLD_GAP_DAYS = 7
+
+
+def check_cold_again(lines: Iterable[Line]) -> list[Finding]:
+    """A cold is caught once and then goes on (还没好) until it is better: catching it again within a week is a
+    slip (issue 24 item 5: a few days of a cold, told as one cold)."""
+    out: list[Finding] = []
+    last: dt.date | None = None
+    for line in sorted(lines, key=lambda x: x.at):
+        if not _CAUGHT.search(line.text):
+            continue
+        day = _local_day(line.at)
+        if last is not None and 0 < (day - last).days < COLD_GAP_DAYS:
+            out.append(Finding("cold_again", line.id, "感冒", f"a cold caught on {day}, {(day - last).days} days "
+                               "after the last"))
+        if last is None or day != last:
+            last = day
+    return out
+
+
 def run_slips(lines: Sequence[Line], world: World, names: Iterable[str] = ()) -> dict[str, list[Finding]]:
     """Every slip check over one narrated life, by name (SLIPS order)."""
     people = tuple(names)
     return {"dinners": check_dinners(lines), "online_steps": check_online_steps(lines),
             "home_cinema": check_home_cinema(lines), "film_length": check_film_length(lines),
-            "low_at_noon": check_low_at_noon(lines, world), "all_day_rain": check_all_day_rain(lines, people)}
+            "low_at_noon": check_low_at_noon(lines, world), "all_day_rain": check_all_day_rain(lines, people),
+            "work_on_day_off": check_work_on_day_off(lines, world), "cold_again": check_cold_again(lines)}

@@ -228,20 +228,31 @@ def advance_plant(state: dict[str, Any], scene: Scene, plants: Sequence[Mapping[
     return Told(slots, event)
 
 
-def _line_order(person: str, count: int) -> list[int]:
-    """The order in which one person's storylines come: fixed per person (a hash), different between people."""
+def _line_order(person: str, count: int, seed: str = "") -> list[int]:
+    """The order in which one person's storylines come: fixed per person of one companion (a hash), different
+    between people and between companions (issue 24 item 3: a second chart had the same storylines in order)."""
     order = list(range(count))
-    random.Random(int.from_bytes(hashlib.sha256(person.encode("utf-8")).digest()[:8], "big")).shuffle(order)
+    key = f"{seed}|{person}" if seed else person
+    random.Random(int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big")).shuffle(order)
     return order
 
 
+def away_ids(state: Mapping[str, Any]) -> frozenset[str]:
+    """The people whose storyline took them away for good (abroad): she calls them, she no longer meets them."""
+    lines = state.get("lines", {})
+    return frozenset(p for p, m in lines.items() if isinstance(m, dict) and m.get("settled"))
+
+
 def advance_line(state: dict[str, Any], scene: Scene, who: Companion | None,
-                 lines: Sequence[Mapping[str, Any]]) -> Told:
+                 lines: Sequence[Mapping[str, Any]], seed: str = "") -> Told:
     """A meeting or call with someone moves their current storyline on by one beat, at most every few days.
 
     Storylines are chosen by relation; each one's beats are said in order and its last beat (the ending) once,
     after which it is marked done for that person and never starts again. When someone has lived through all
-    their storylines, meetings go on without news.
+    their storylines, meetings go on without news. Arcs cannot contradict: a storyline whose `blocks` names
+    another rules that one out for the person once begun (a mother does not start dating; a wedding is not
+    followed by a first blind date), and an ending that leaves a mark (a baby) changes later meetings: its
+    `after` lines take about half of the meetings before a new storyline and all of them once none is left.
     """
     name = who.name if who else ""
     slots = {"name": name} if who else {}
@@ -262,8 +273,19 @@ def advance_line(state: dict[str, Any], scene: Scene, who: Companion | None,
         # a household's storyline (the parents' kitchen) is lived once, whichever parent tells it (issue 24)
         taken = {str(k) for p, m in people.items() if p != who.id for k in (*m.get("done", ()), m.get("key"))
                  if k is not None}
-        waiting = [fitting[i] for i in _line_order(who.id, len(fitting)) if fitting[i]["key"] not in mine["done"]
+        lived = [x for x in fitting if x["key"] in mine["done"]]
+        blocked = {str(b) for x in lived for b in x.get("blocks", ())}
+        waiting = [fitting[i] for i in _line_order(who.id, len(fitting), seed)
+                   if fitting[i]["key"] not in mine["done"] and fitting[i]["key"] not in blocked
                    and not (fitting[i].get("shared") and fitting[i]["key"] in taken)]
+        after = [str(a) for x in lived for a in x.get("after", ())]
+        if after and (not waiting or _line_order(f"{who.id}|{today.isoformat()}|after", 2, seed)[0] == 0):
+            # a mark an ending left (the baby she has now): a later meeting is about it, now and then
+            pick = _line_order(f"{who.id}|{today.isoformat()}", len(after), seed)[0]
+            mine["last"] = today.isoformat()
+            people[who.id] = mine
+            state["lines"] = people
+            return Told({**slots, "news": after[pick].replace("{name}", name)}, "line_after")
         if not waiting:
             return Told(slots)
         line = waiting[0]
@@ -281,6 +303,8 @@ def advance_line(state: dict[str, Any], scene: Scene, who: Companion | None,
     beats: Sequence[str] = line["beats"]
     slots["news"] = beats[mine["beat"]].replace("{name}", name)
     slots["topic"] = str(line["topic"])
+    if mine["beat"] in line.get("worry", ()):
+        slots["worry"] = "1"   # worrying news: narrate answers it with concern (issue 24: no 挂了电话还在笑 after it)
     mine["last"] = today.isoformat()
     if mine["beat"] == len(beats) - 1:
         event = "line_end"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from engine.life.abroad import abroad_day
 from engine.life.calendar import DayKind, day_of
 from engine.life.daylight import daylight_on
 from engine.life.place import City, city
@@ -47,7 +48,7 @@ class WorldDay:
 def world_day(date: dt.date, place: City | str, seed: str | int) -> WorldDay:
     """Build the world of `date` in `place` (a City or its name; unknown -> InputError) for companion `seed`."""
     home = city(place) if isinstance(place, str) else place
-    cal = day_of(date)
+    cal = abroad_day(day_of(date), home.holidays) if home.abroad else day_of(date)
     light = daylight_on(date, home)
     weather = weather_on(date, home, seed)
     return WorldDay(

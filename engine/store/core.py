@@ -29,6 +29,11 @@ def set_companion_handle(conn: Any, handle: str) -> None:
     conn.execute(q("set_companion_handle"), {"handle": handle})
 
 
+def set_companion_home(conn: Any, home_city: str, home_tz: str, work_role: str) -> None:
+    """Record where she lives and what she does (engine/store/migrations/0016); the caller validated them."""
+    conn.execute(q("set_companion_home"), {"home_city": home_city, "home_tz": home_tz, "work_role": work_role})
+
+
 def log_event(conn: Any, now: float, kind: str, **detail: Any) -> None:
     """Append one lifecycle event (never chat or life text: ids, lengths, counts)."""
     conn.execute(q("insert_event"), {"ts": now, "kind": kind, "detail_json": json.dumps(detail, ensure_ascii=False)})

@@ -11,6 +11,7 @@ from aiohttp import web
 from daemon.api.http import ApiState
 from daemon.api.routes.common import inner_view, persona_of
 from engine import activity as act
+from engine.home import home_of
 from engine.usecases.state import StateRead, health_check, read_state
 
 HEALTH_DB_TIMEOUT_S = 2.0
@@ -32,6 +33,7 @@ async def get_state(request: web.Request, api: ApiState, body: None) -> dict[str
         "now_iso": act.local_time(now, tz).isoformat(timespec="seconds"),
         "tz": tz,
         "name": (ctx.companion or {}).get("name", ""),
+        "home": home_of(ctx.companion, api.settings).to_dict(),
         **out,
         "daemon": {
             "pid": os.getpid(),

@@ -15,6 +15,10 @@ SELECT * FROM companion WHERE id = 1
 -- The id she is served under in a companions directory (the file's stem); written by `anima init --dir`.
 UPDATE companion SET handle = :handle WHERE id = 1
 
+-- name: set_companion_home
+-- Where she lives and what she does (engine/store/migrations/0016): her city, its zone and her role id.
+UPDATE companion SET home_city = :home_city, home_tz = :home_tz, work_role = :work_role WHERE id = 1
+
 -- name: insert_event
 -- Append one daemon lifecycle event (start, stop, gap, recovery, control change) to the event log.
 INSERT INTO event_log (ts, kind, detail_json) VALUES (:ts, :kind, :detail_json)
