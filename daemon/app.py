@@ -251,10 +251,6 @@ class Daemon:
     def clock_steps(self) -> int:
         return self.heart.clock_steps if self.heart is not None else 0
 
-    def heartbeat_stats(self) -> dict[str, Any]:
-        """For /v1/health and `anima doctor`: beats so far and wall-clock steps seen (monotonic-based)."""
-        return {"beats": self.beats, "clock_steps": self.clock_steps}
-
     async def heartbeat(self) -> None:
         """One beat: her list of steps (daemon/beat.py) on her connection, then the checkpoint and the watchdog."""
         assert self.ctx is not None and self.heart is not None

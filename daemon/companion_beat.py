@@ -96,7 +96,7 @@ class CompanionBeat:
             return exc
         return None
 
-    def prepare(self, due_mono: float) -> tuple[asyncio.Future[Any], Callable[[Any, bool], BeatResult]]:
+    def prepare(self, due_mono: float) -> tuple[asyncio.Future[Any], Callable[[Conn, bool], BeatResult]]:
         """Her next beat as (future, work): `work(conn, on_lane)` runs it; the future is done once `_finish` applied it.
 
         No task and no coroutine per beat: a thousand companions would spend more on the event loop's
@@ -119,7 +119,7 @@ class CompanionBeat:
                          offers_due_at=self._offers_due_at)
         settings, persona, has_companion = ctx.settings, ctx.persona, ctx.companion is not None
 
-        def work(conn: Any, on_lane: bool) -> BeatResult:
+        def work(conn: Conn, on_lane: bool) -> BeatResult:
             mono, now = self.clock.monotonic(), self.clock.now()
             step = wall_step(self._prev_wall, self._prev_mono, now, mono)
             elapsed = max(0.0, mono - self._prev_mono)

@@ -28,6 +28,7 @@ from daemon.priority import gate_of
 from engine.memory import recall, vector_index
 from engine.memory.embed import make_embedder
 from engine.memory.indexer import Drain, write_vectors
+from engine.store.types import Conn
 
 # One turn (user + reply) a call: e5 costs the same per token in a batch of 32 as one text at a time
 # (bench/recall_latency.py: 21 against 23 texts/s), so small batches lose nothing, and a reply's query
@@ -121,7 +122,7 @@ class VectorIndexer:
         """False only when a drain since the last wake found nothing pending (no DB read needed)."""
         return self.wakes > self.settled
 
-    def pending(self, conn: Any) -> int:
+    def pending(self, conn: Conn) -> int:
         """Memories still waiting for a vector (for GET /v1/health; runs on the DB thread)."""
         return self.drain.pending(conn)
 

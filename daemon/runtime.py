@@ -194,7 +194,7 @@ class CompanionRuntime:
         await self.heart.beat(due_mono)
         return self.heart.last_lag_ms
 
-    def prepare_beat(self, due_mono: float) -> tuple[asyncio.Future[Any], Callable[[Any, bool], BeatResult]]:
+    def prepare_beat(self, due_mono: float) -> tuple[asyncio.Future[Any], Callable[[Conn, bool], BeatResult]]:
         """Her next beat as (future, work) for the host's beat lane (daemon/companion_beat.CompanionBeat.prepare)."""
         assert self.heart is not None
         return self.heart.prepare(due_mono)
