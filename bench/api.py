@@ -254,7 +254,7 @@ import daemon.memory_component as memory
 started = memory.MemoryComponent.start
 async def start(self, ctx):
     await started(self, ctx)
-    ctx.services.pop("vector_indexer", None)
+    ctx.vector_indexer = None
 memory.MemoryComponent.start = start
 from daemon.cli import main
 sys.exit(main())

@@ -2,8 +2,10 @@
 
 Start order: take the exclusive lock, migrate, make sure she exists (a demo companion on first
 start), write one `gap` event for the downtime since the last beat, start the parts listed in
-daemon/components.py, then tell systemd READY=1. Every heartbeat records liveness and loop lag,
-re-reads life_control, steps each part and pets the watchdog. SIGTERM drains and exits 0;
+daemon/components.py, then tell systemd READY=1. Every heartbeat is her one list of steps
+(daemon/beat.py: switches, recorded writes, life, offers, jobs, vectors, tokens, the beat record),
+run as a directory host runs it for each of its companions (daemon/companion_beat.py: single-file
+mode is a host of one), then the checkpoint and the watchdog ping. SIGTERM drains and exits 0;
 SIGHUP reloads config.toml (what can change live is applied, the rest is named as needing a restart).
 
 The heartbeat runs on the monotonic clock, not apscheduler: apscheduler's interval trigger keeps its
@@ -26,37 +28,29 @@ from pathlib import Path
 from typing import Any
 
 from daemon.checkpoint import WalCheckpointer, hand_over_checkpoints
-from daemon.clock import Clock, wall_step
+from daemon.clock import Clock
+from daemon.companion_beat import CompanionBeat, record_stop
 from daemon.component import Component, DaemonContext
 from daemon.components import COMPONENTS
-from daemon.config import live_reload, load_settings
+from daemon.config import reload_settings
 from daemon.db import AsyncStore
-from daemon.logs import configure_logging, get_logger
+from daemon.logs import get_logger
 from daemon.scheduler import Calendar
 from daemon.sdnotify import Notifier, refuse_if_watchdog_too_tight
 from engine.companion import create_companion
-from engine.control import CHANGED_EVENT, DEPRECATED_EVENT
-from engine.errors import AnimaError, InputError, StorageFullError
+from engine.errors import InputError
 from engine.home import default_home, her_settings
-from engine.inner import JUMP_IS_GAP_S, resume_after_jump
 from engine.restore import interrupted_restore
 from engine.settings import Settings
 from engine.store import connect, driver_name, migrate, oplog, transaction
 from engine.store.connect import quick_check, store_fault
-from engine.store.core import (
-    daemon_beat,
-    daemon_started,
-    daemon_state,
-    daemon_stopped,
-    get_companion,
-    log_event,
-    read_switches,
-)
+from engine.store.core import daemon_started, daemon_state, get_companion, log_event, read_switches
 from engine.store.lock import DaemonLock
 from engine.store.migrate import check_not_newer, db_schema_version
 
 DRAIN_TIMEOUT_S = 8.0
 STOP_STEP_TIMEOUT_S = 3.0
+SINGLE = None  # her handle in single-file mode (daemon/api/tokens.SINGLE): none
 
 
 def prepare_database(db_path: Path, settings: Settings, now: float, log: Any,
@@ -164,16 +158,12 @@ class Daemon:
         self.parts: list[Component] = []
         self.beat_task: asyncio.Task[None] | None = None
         self.ctx: DaemonContext | None = None
+        self.heart: CompanionBeat | None = None  # her beats (daemon/companion_beat.py), once started
         self._beat_lock = asyncio.Lock()
         self._rescheduled = asyncio.Event()
         self.checkpointer: WalCheckpointer | None = None
         self.calendar: Calendar | None = None  # cron firings in her zone (daemon/scheduler.py); beats are not on it
         self._last_beat_mono = 0.0  # when the previous beat ran (monotonic), for loop lag
-        self._prev_wall = 0.0  # the wall and monotonic readings of the previous beat, read together,
-        self._prev_mono = 0.0  # so the next beat can tell a wall-clock step from time passing
-        self.beats = 0
-        self.clock_steps = 0
-        self._event_cursor = 0
 
     async def run(self) -> int:
         refuse_if_watchdog_too_tight(self.notifier, self.settings.heartbeat.interval_s)  # a permanent mismatch: exit 2 before touching anything
@@ -194,13 +184,13 @@ class Daemon:
         # Her settings: the config's, with her city, zone and role from her file (engine/home.py).
         ctx = DaemonContext(settings=her_settings(self.settings, recovered["companion"]), db_path=self.db_path,
                             clock=self.clock, store=store, log=self.log, companion=recovered["companion"],
-                            started_at=now, last_beat_at=now)
+                            started_at=now, last_beat_at=now, last_beat_before_start=recovered["last_beat_at"])
         ctx.last_beat_mono = mono
-        ctx.services["last_beat_before_start"] = recovered["last_beat_at"]
-        ctx.services["heartbeat_stats"] = self.heartbeat_stats
         ctx.switches = await store.call(read_switches)
         ctx.controls = ctx.switches.legacy()
-        self._event_cursor = await store.call(oplog.start_cursor)  # writes since the last clean stop, not history
+        # The parts that run hand in the job worker and the API (daemon/worker.py, daemon/api/server.py).
+        self.heart = CompanionBeat(ctx, self.log, handle=SINGLE, worker=lambda: ctx.worker, api=lambda: ctx.api)
+        self.heart.event_cursor = await store.call(oplog.start_cursor)  # writes since the last clean stop, not history
         self.ctx = ctx
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.stopping.set)
@@ -213,7 +203,7 @@ class Daemon:
                 self.log.info("component.started", component=part.name)
             self.calendar = Calendar(ctx.settings, self.clock, lambda: [("", store, ctx.settings)], self.log)
             self.calendar.start()
-            self._prev_wall, self._prev_mono = now, mono
+            self.heart.restart_from(now, mono)
             self._last_beat_mono = self.clock.monotonic()
             self.beat_task = asyncio.create_task(self._beat_loop(), name="heartbeat")
             self.notifier.notify("READY=1", f"STATUS={self.status_line()}")
@@ -256,60 +246,38 @@ class Daemon:
             if next_at <= mono:  # we fell behind (a long beat, a suspended VM): one beat now, not a burst
                 next_at = mono + interval
 
-    def heartbeat_stats(self) -> dict[str, Any]:
-        """For /v1/health and `anima doctor`: beats so far and wall-clock steps seen (monotonic-based)."""
-        return {"beats": self.beats, "clock_steps": self.clock_steps}
+    @property
+    def beats(self) -> int:
+        return self.heart.beats if self.heart is not None else 0
+
+    @property
+    def clock_steps(self) -> int:
+        return self.heart.clock_steps if self.heart is not None else 0
 
     async def heartbeat(self) -> None:
-        """One beat: liveness, loop lag, clock steps, switches, each part's step, watchdog."""
-        assert self.ctx is not None
+        """One beat: her list of steps (daemon/beat.py) on her connection, then the checkpoint and the watchdog."""
+        assert self.ctx is not None and self.heart is not None
         if self.stopping.is_set():
             return
         async with self._beat_lock:
-            ctx = self.ctx
             mono = self.clock.monotonic()
-            now = self.clock.now()
-            lag_ms = max(0.0, (mono - self._last_beat_mono - self.settings.heartbeat.interval_s) * 1000)
+            due = self._last_beat_mono + self.settings.heartbeat.interval_s
             self._last_beat_mono = mono
-            elapsed = max(0.0, mono - self._prev_mono)
-            step = wall_step(self._prev_wall, self._prev_mono, now, mono)
-            if step is not None:
-                # Her time follows the wall clock (it is what is stored and shown), but this beat's
-                # step covers only the time that really passed: a day's jump is not a day lived.
-                self.clock_steps += 1
-                self.log.warning("clock.stepped", step_s=round(step, 3), elapsed_s=round(elapsed, 3))
-                await ctx.store.call(log_event, now, "clock_stepped", step_s=round(step, 3),
-                                     elapsed_s=round(elapsed, 3))
-                dt = elapsed
-                if step >= JUMP_IS_GAP_S and ctx.companion is not None:
-                    # issue 24: a forward jump is a gap she did not live (one gap event, her day resumed from
-                    # now), not a month of invented activities in one beat
-                    await ctx.store.call(resume_after_jump, ctx.settings, ctx.services.get("persona"), step, now)
-            else:
-                dt = max(0.0, now - ctx.last_beat_at)
-            self._prev_wall, self._prev_mono = now, mono
+            failure = await self.heart.beat(due)
+            lag_ms = self.heart.last_lag_ms
             if lag_ms > self.settings.heartbeat.lag_warn_ms:
                 self.log.warning("heartbeat.lag", lag_ms=round(lag_ms, 1))
-            await self._refresh_controls(ctx, now)
-            for part in self.parts:
-                try:
-                    await part.beat(ctx, now, dt)
-                except Exception as exc:  # one failing part must not stop her heart
-                    self.log.error("component.failed", component=part.name, error=type(exc).__name__,
-                                   detail=str(exc)[:200])
-            ctx.last_beat_at = now
-            ctx.loop_lag_ms = lag_ms
             if self.calendar is not None:
                 self.calendar.nudge()  # what her clock says is due now (a stepped wall clock moves it)
-            try:
-                await ctx.store.call(_record_beat, now, time.time(), lag_ms)
-            except StorageFullError:  # her heart (and the watchdog) go on while the disk is full
-                self.log.warning("db.beat_unrecorded", reason="storage_full")
             await self._checkpoint()
-            ctx.last_beat_mono = self.clock.monotonic()
-            self.beats += 1
+            if failure is not None:
+                # The watchdog asks "is the loop alive", and it is: a restart cannot fix a full disk or a broken
+                # file, while a live daemon can answer /v1/health with why (its last beat ages).
+                self.notifier.notify("WATCHDOG=1", f"STATUS=beat failed: {type(failure).__name__}")
+                return
+            self.ctx.last_beat_mono = self.clock.monotonic()
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
-            self.log.debug("heartbeat.done", dt_s=round(dt, 3), lag_ms=round(lag_ms, 1))
+            self.log.debug("heartbeat.done", lag_ms=round(lag_ms, 1))
 
     async def _checkpoint(self) -> None:
         if self.checkpointer is None:
@@ -322,56 +290,19 @@ class Daemon:
         if frames:
             self.log.debug("db.checkpoint", wal_frames=frames, copied=copied, busy=busy)
 
-    async def _refresh_controls(self, ctx: DaemonContext, now: float) -> None:
-        ctx.switches = await ctx.store.call(read_switches)  # one read per beat, replaced whole
-        ctx.controls = ctx.switches.legacy()
-        await self._log_recorded_writes()
-
-    async def _log_recorded_writes(self) -> None:
-        """Log each write another process recorded in event_log since the last beat, once, by its one name.
-
-        Reading the events rather than diffing switch values is what catches a change and its undo
-        within one beat, and gives CLI writes (which have no log of their own) a line in ours. The
-        API logs its own writes as they happen (actor "api"), so they are skipped here.
-        """
-        assert self.ctx is not None
-        while True:
-            rows = await self.ctx.store.call(oplog.writes_after, self._event_cursor)
-            for row in rows:
-                self._event_cursor = row["id"]
-                if row["name"] is None or row["detail"].get("actor") == "api":
-                    continue
-                self.log.info(row["name"], event_id=row["id"], **row["detail"])
-                if row["name"] == CHANGED_EVENT and row["detail"].get("alias"):  # changed under an old name
-                    self.log.info(DEPRECATED_EVENT, event_id=row["id"], key=row["detail"]["alias"],
-                                  now=row["detail"].get("key"), actor=row["detail"].get("actor"))
-            if len(rows) < 500:
-                return
-
     def status_line(self) -> str:
         ctx = self.ctx
         if ctx is None:
             return "starting"
         name = ctx.companion["name"] if ctx.companion else "?"
-        summary = ctx.services.get("status_summary")
-        extra = f" {summary()}" if callable(summary) else ""
+        extra = f" {ctx.status_summary}" if ctx.status_summary else ""
         return f"{name}: beat ok, lag {ctx.loop_lag_ms:.0f} ms{extra}"
 
     async def reload(self) -> None:
-        """SIGHUP: re-read config.toml; apply what can change live, name what needs a restart.
-
-        Parts that build something from a setting at start (the socket, the embedding model, the
-        database path) would silently keep the old value, so those keys are kept as they run and
-        logged as `config.deferred`; everything read per request or per beat is applied.
-        """
-        try:
-            fresh, _ = load_settings(str(self.config_file) if self.config_file else None)
-        except AnimaError as exc:
-            self.log.error("config.reload_failed", error=str(exc))
+        """SIGHUP: re-read config.toml; apply what can change live, name what needs a restart (daemon/config.py)."""
+        merged = reload_settings(self.settings, self.config_file, self.log)
+        if merged is None:
             return
-        merged, applied, needs_restart = live_reload(self.settings, fresh)
-        if merged.log != self.settings.log:
-            configure_logging(merged.log.format, merged.log.level)
         interval_changed = merged.heartbeat.interval_s != self.settings.heartbeat.interval_s
         self.settings = merged
         hers = her_settings(merged, self.ctx.companion if self.ctx else None)
@@ -381,11 +312,6 @@ class Daemon:
             self._rescheduled.set()
         if self.calendar is not None:
             self.calendar.reschedule(hers)
-        self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
-                      log_format=merged.log.format, log_level=merged.log.level)
-        if needs_restart:
-            self.log.warning("config.deferred", keys=needs_restart)
-
 
     async def shutdown(self) -> None:
         self.notifier.notify("STOPPING=1", "STATUS=stopping")
@@ -415,12 +341,7 @@ class Daemon:
             except Exception as exc:
                 self.log.warning("db.checkpointer_close_failed", error=type(exc).__name__)
         if ctx is not None:
-            try:
-                async with asyncio.timeout(STOP_STEP_TIMEOUT_S):
-                    await ctx.store.call(_record_stop, self.clock.now(), time.time())
-            except Exception as exc:  # then the next start's gap says clean_stop: false, which is the truth on file
-                self.log.warning("daemon.stop_unrecorded", error=type(exc).__name__)
-            await ctx.store.close()
+            await record_stop(ctx, self.log)
         self.log.info("daemon.stopped")
 
 
@@ -432,13 +353,3 @@ async def _first_of(*waits: Any) -> None:
     finally:
         for task in tasks:
             task.cancel()
-
-
-def _record_beat(conn: Any, now: float, wall: float, lag_ms: float) -> None:
-    daemon_beat(conn, now, wall, lag_ms)
-
-
-def _record_stop(conn: Any, now: float, wall: float) -> None:
-    with transaction(conn):  # the stop mark and its event together: a half-recorded stop is no clean stop
-        daemon_stopped(conn, now, wall)
-        log_event(conn, now, "stop", pid=os.getpid())

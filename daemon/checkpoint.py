@@ -27,6 +27,7 @@ from typing import Any
 
 from engine.store import connect
 from engine.store.connect import BUSY_TIMEOUT_MS
+from engine.store.types import Conn
 
 WAL_SOFT_LIMIT_BYTES = 4 * 1024 * 1024
 WAL_LIMIT_BYTES = WAL_SOFT_LIMIT_BYTES  # the size the writer cuts the file back to when the log starts over
@@ -38,7 +39,7 @@ WATCH_EVERY_S = 1.0
 TRUNCATE_WAIT_MS = 200
 
 
-def hand_over_checkpoints(conn: Any) -> None:
+def hand_over_checkpoints(conn: Conn) -> None:
     """For the daemon's own connection (on its DB thread): never checkpoint inside a request's COMMIT."""
     conn.execute("PRAGMA wal_autocheckpoint = 0")
     conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")

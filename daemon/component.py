@@ -1,20 +1,28 @@
-"""What a part of the daemon looks like to the main loop: start, one step per heartbeat, stop.
+"""What a part of the daemon looks like to the main loop (start, stop), and the context the parts share.
 
-Parts (inner life, job worker, HTTP API) are listed in `daemon/components.py`; the main loop
-starts them in order after recovery, calls `beat()` on every heartbeat with her time and the
-elapsed time, and stops them in reverse order on SIGTERM.
+Parts (inner life, memory, job worker, HTTP API) are listed in `daemon/components.py`; the main loop
+starts them in order after recovery and stops them in reverse order on SIGTERM. A part has no beat of
+its own: what happens every heartbeat is one step in daemon/beat.py's list, the same for a directory host.
+What a part publishes for the others is a typed field of `DaemonContext`, not a string key.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from daemon.clock import Clock
 from daemon.db import AsyncStore
 from engine.control import Switches
+from engine.persona import Persona
 from engine.settings import Settings
+
+if TYPE_CHECKING:
+    from daemon.companion_beat import ApiSteps, JobSlots
+    from daemon.memory_component import VectorIndexer
+    from daemon.priority import InteractiveGate
 
 
 @dataclass
@@ -33,8 +41,16 @@ class DaemonContext:
     last_beat_at: float = 0.0
     last_beat_mono: float = 0.0  # clock.monotonic() at the last beat: health ages it, wall steps cannot
     loop_lag_ms: float = 0.0
-    # Shared services that parts publish for each other (e.g. "embedder", "life", "worker").
-    services: dict[str, Any] = field(default_factory=dict)
+    # What parts publish for each other (a directory host sets the same for each companion):
+    persona: Persona | None = None  # the life part: who she is, derived from her companion row
+    last_beat_before_start: float | None = None  # her last beat before this start (recovery), for the life part
+    status_summary: str = ""  # her state in a few words for systemd's STATUS= (the life step keeps it)
+    embedder: Any = None  # the memory part: the one model handle (engine.memory.embed.Embedder)
+    vector_indexer: VectorIndexer | None = None  # the memory part: fills lagging vectors, woken after a turn
+    interactive_gate: InteractiveGate | None = None  # background embedding yields to replies (daemon/priority.py)
+    forget_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one forget of hers at a time
+    worker: JobSlots | None = None  # the worker part (single-file mode): claims and runs her jobs
+    api: ApiSteps | None = None  # the API part (single-file mode): its share of her beat
 
     def __post_init__(self) -> None:
         if not self.last_beat_mono:  # a new context counts as just beaten, like last_beat_at = now
@@ -45,7 +61,5 @@ class Component(Protocol):
     name: str
 
     async def start(self, ctx: DaemonContext) -> None: ...
-
-    async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None: ...
 
     async def stop(self, ctx: DaemonContext) -> None: ...

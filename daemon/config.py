@@ -13,7 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ConfigError
+from daemon.logs import configure_logging
+from engine.errors import AnimaError, ConfigError
 from engine.settings import Settings, parse_settings
 
 
@@ -125,3 +126,26 @@ def setting_sources(explicit: str | None = None) -> list[dict[str, Any]]:
         source = origin if key in in_file else "default"
         rows.append({"key": key, "value": value, "source": source, "restart_needed": needs_restart(key)})
     return rows
+
+
+def reload_settings(running: Settings, config_file: Path | None, log: Any) -> Settings | None:
+    """SIGHUP, for single-file mode and a directory host alike: the settings to run with now, or None.
+
+    config.toml is read again; what can change live is applied, what a part built at start from a
+    setting (the socket, the model, the database path) keeps its running value and is logged as
+    `config.deferred`, so what the daemon reports is what it does. A file that no longer parses
+    changes nothing (`config.reload_failed`).
+    """
+    try:
+        fresh, _ = load_settings(str(config_file) if config_file else None)
+    except AnimaError as exc:
+        log.error("config.reload_failed", error=str(exc))
+        return None
+    merged, applied, restart = live_reload(running, fresh)
+    if merged.log != running.log:
+        configure_logging(merged.log.format, merged.log.level)
+    log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
+             log_format=merged.log.format, log_level=merged.log.level)
+    if restart:
+        log.warning("config.deferred", keys=restart)
+    return merged

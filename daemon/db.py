@@ -32,6 +32,7 @@ from daemon.db_pool import DbPool, Lane, default_pool, set_exception
 from engine.errors import StorageFullError
 from engine.store import connect
 from engine.store.connect import store_fault
+from engine.store.types import Conn
 
 T = TypeVar("T")
 CLOSE_TIMEOUT_S = 5.0
@@ -156,7 +157,7 @@ class AsyncStore:
                 conn.interrupt()
 
 
-def _truncate_wal(conn: Any) -> None:
+def _truncate_wal(conn: Conn) -> None:
     """Best effort: copy what the WAL holds into the database and cut the WAL file to zero bytes."""
     with contextlib.suppress(Exception):
         if not conn.in_transaction:

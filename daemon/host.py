@@ -30,13 +30,14 @@ from typing import Any
 from daemon.beat_lane import BeatLane, LaneBeat
 from daemon.beat_schedule import BeatSchedule, spread_phases
 from daemon.clock import Clock
+from daemon.companion_beat import ApiBeat
 from daemon.companions_dir import list_directory
 from daemon.component import DaemonContext
-from daemon.config import live_reload, load_settings
+from daemon.config import reload_settings
 from daemon.db import AsyncStore
 from daemon.index_queue import IndexQueue
 from daemon.lag_stats import LagStats
-from daemon.logs import configure_logging, get_logger
+from daemon.logs import get_logger
 from daemon.malloc_trim import TRIM_EVERY_S, fix_mmap_threshold, trim
 from daemon.priority import InteractiveGate
 from daemon.runtime import CompanionRuntime, Shared
@@ -171,8 +172,8 @@ class Host:
                       ms=round(1000 * (time.monotonic() - started), 1))
         apply_cache_budget(self.settings)
         gate = InteractiveGate()
-        self.shared = Shared(embedder=embedder, index_queue=IndexQueue(gate), worker=SharedWorker(),
-                             services={"interactive_gate": gate}, socket=str(host_socket(self).absolute()))
+        self.shared = Shared(embedder=embedder, index_queue=IndexQueue(gate), worker=SharedWorker(), gate=gate,
+                             socket=str(host_socket(self).absolute()))
         self.shared.index_queue.start()
         self.lane = BeatLane(asyncio.get_running_loop())
         self.lane.start()
@@ -182,7 +183,7 @@ class Host:
         await asyncio.to_thread(trim)  # what opening a thousand files freed
         if self.with_api:
             self.api_server = await start_api(self)
-            self.shared.api = ApiBeat(self.api_server)
+            self.shared.api = ApiBeat(self.api_server)  # her beat's "api" step (daemon/beat.py) reads her tokens
         mono = self.clock.monotonic()
         self._next_watch = mono + self.settings.daemon.watch_s
         self._next_ping = mono
@@ -464,15 +465,8 @@ class Host:
     # -- reload and stop ---------------------------------------------------------------------------
     async def reload(self) -> None:
         """SIGHUP: re-read config.toml (live keys applied, the rest named) and rescan, retrying faulted files."""
-        try:
-            fresh, _ = load_settings(str(self.config_file) if self.config_file else None)
-        except AnimaError as exc:
-            self.log.error("config.reload_failed", error=str(exc))
-            fresh = None
-        if fresh is not None:
-            merged, applied, needs_restart = live_reload(self.settings, fresh)
-            if merged.log != self.settings.log:
-                configure_logging(merged.log.format, merged.log.level)
+        merged = reload_settings(self.settings, self.config_file, self.log)
+        if merged is not None:
             interval_changed = merged.daemon.beat_s != self.settings.daemon.beat_s
             if merged.daemon.cache_budget_mb != self.settings.daemon.cache_budget_mb:
                 apply_cache_budget(merged)  # lowering it evicts now
@@ -492,10 +486,6 @@ class Host:
                 if self._timers_on:
                     self._arm()
             self._next_watch = self.clock.monotonic() + merged.daemon.watch_s
-            self.log.info("config.reloaded", applied=applied, heartbeat_s=merged.heartbeat.interval_s,
-                          log_format=merged.log.format, log_level=merged.log.level)
-            if needs_restart:
-                self.log.warning("config.deferred", keys=needs_restart)
         try:
             changed = await self.scan(retry_faults=True)
         except OSError as exc:
@@ -581,31 +571,3 @@ def host_socket(host: Host) -> Path:
     from daemon.api.listen import socket_path
 
     return socket_path(host.settings.api, host.folder / "anima", os.environ)
-
-
-class ApiBeat:
-    """The API's share of a companion's beat, folded into her one batched DB call (daemon/runtime.py).
-
-    daemon/api/server.ApiServer.companion_beat does the same in a DB call of its own (expire her offers,
-    re-read her token digests); a thousand companions pay for every extra hop, so the host reads the
-    digests inside the batch and hands them to the API's token book here.
-    """
-
-    def __init__(self, server: Any):
-        self.server = server
-
-    @staticmethod
-    def step(conn: Any) -> Any:
-        from engine.store.tokens import token_digests
-
-        return token_digests(conn)
-
-    def apply(self, handle: str, ctx: DaemonContext, digests: Any) -> None:
-        from daemon.api.http import APP
-
-        app = self.server.app
-        if app is not None:
-            app[APP].tokens.read(handle, ctx, digests)
-
-    def stopped(self, handle: str) -> None:
-        self.server.companion_stopped(handle)

@@ -1,8 +1,8 @@
-"""The memory part of the daemon: the embedder (ctx.services["embedder"]) and the indexer that fills lagging vectors.
+"""The memory part of the daemon: the embedder (ctx.embedder) and the indexer that fills lagging vectors.
 
 POST /v1/turns writes chat text without vectors (engine/memory/ingest.py says why) and wakes the
-indexer (ctx.services["vector_indexer"].wake()); the indexer also looks on every heartbeat and once
-at start, which picks up rows left pending by a crash or by `anima ingest --defer-embedding`.
+indexer (ctx.vector_indexer.wake()); the beat's "memory" step wakes it whenever ids above its watermark
+wait, and it looks once at start, which picks up rows left pending by a crash or by `anima ingest --defer-embedding`.
 Embedding runs on the daemon's one indexing thread (not the DB thread, not the event loop; daemon/index_queue.py,
 which a host of many companions shares between them), on one core ([memory] embedding_threads) while a
 reply's query may use all of them, and at idle CPU priority: under load the chat requests get the CPU
@@ -28,6 +28,7 @@ from daemon.priority import gate_of
 from engine.memory import recall, vector_index
 from engine.memory.embed import make_embedder
 from engine.memory.indexer import Drain, write_vectors
+from engine.store.types import Conn
 
 # One turn (user + reply) a call: e5 costs the same per token in a batch of 32 as one text at a time
 # (bench/recall_latency.py: 21 against 23 texts/s), so small batches lose nothing, and a reply's query
@@ -99,7 +100,7 @@ class VectorIndexer:
         self.drain = Drain()
         self.stopping = False
         self._owns_queue = queue is None
-        self.queue = queue or IndexQueue(gate_of(ctx.services))
+        self.queue = queue or IndexQueue(gate_of(ctx))
         self._batch: asyncio.Future[None] | None = None  # her batch in flight, which stop() waits for
         # Wakes counted on the event loop: a drain that found nothing pending after wake number n
         # proves every turn acknowledged before that wake has its vectors (turns wake after commit).
@@ -121,7 +122,7 @@ class VectorIndexer:
         """False only when a drain since the last wake found nothing pending (no DB read needed)."""
         return self.wakes > self.settled
 
-    def pending(self, conn: Any) -> int:
+    def pending(self, conn: Conn) -> int:
         """Memories still waiting for a vector (for GET /v1/health; runs on the DB thread)."""
         return self.drain.pending(conn)
 
@@ -186,7 +187,7 @@ class MemoryComponent:
         started = time.monotonic()
         # Model load and the first inference take tens of ms; do them off the event loop, once.
         embedder = self._embedder or await asyncio.to_thread(self._load, ctx)
-        ctx.services["embedder"] = embedder
+        ctx.embedder = embedder
         ctx.log.info("memory.embedder_ready", model=embedder.name, dim=embedder.dim,
                      ms=round(1000 * (time.monotonic() - started), 1))
         started = time.monotonic()
@@ -194,7 +195,7 @@ class MemoryComponent:
         if rows:
             ctx.log.info("memory.vector_index_ready", rows=rows, ms=round(1000 * (time.monotonic() - started), 1))
         self.indexer = VectorIndexer(ctx, embedder)
-        ctx.services["vector_indexer"] = self.indexer
+        ctx.vector_indexer = self.indexer
         self.indexer.start()
         if self._embedder is None:  # the real model: warm recall's tables after READY, not in the first reply
             self._warming = asyncio.ensure_future(asyncio.to_thread(self._warm_recall, ctx, embedder))
@@ -211,16 +212,12 @@ class MemoryComponent:
         embedder.embed_queries(["warm up"])
         return embedder
 
-    async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None:
-        if self.indexer is not None:
-            self.indexer.wake()
-
     async def stop(self, ctx: DaemonContext) -> None:
-        ctx.services.pop("vector_indexer", None)
+        ctx.vector_indexer = None
         if self.indexer is not None:
             await self.indexer.stop()
             self.indexer = None
-        ctx.services.pop("embedder", None)
+        ctx.embedder = None
 
 
 def build(ctx: DaemonContext) -> MemoryComponent:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Protocol
 
 
 class InteractiveGate:
@@ -37,10 +38,12 @@ class InteractiveGate:
                 await self._idle.wait()
 
 
-def gate_of(services: dict[str, object]) -> InteractiveGate:
-    """The daemon's one gate, created on first use."""
-    gate = services.get("interactive_gate")
-    if not isinstance(gate, InteractiveGate):
-        gate = InteractiveGate()
-        services["interactive_gate"] = gate
-    return gate
+class HasGate(Protocol):
+    interactive_gate: InteractiveGate | None
+
+
+def gate_of(ctx: HasGate) -> InteractiveGate:
+    """The daemon's one gate (a host sets it on every companion's context), created on first use."""
+    if ctx.interactive_gate is None:
+        ctx.interactive_gate = InteractiveGate()
+    return ctx.interactive_gate

@@ -1,11 +1,12 @@
-"""The job worker part: recover interrupted runs at start, queue due jobs each beat, claim and run leased jobs.
+"""The job worker part: recover interrupted runs at start, claim and run leased jobs.
 
 Handlers run in a worker thread on their own connection (a model call or an embedding batch must
 not stall the heartbeat on the shared DB thread), through engine/jobs/runner.py, the runner
 `anima consolidate --now` uses too; the lease is renewed from the event loop while they run.
-When a job is due is engine/jobs/schedule.py's decision, asked once per heartbeat (`beat`); the
-poll loop between beats only recovers expired leases and claims what is ready. The
-`consolidation` switch turns scheduling off.
+When a job is due is engine/jobs/schedule.py's decision, asked by the beat's "schedule" step
+(daemon/beat.py, which the `consolidation` switch turns off); its "jobs" step claims a ready job
+when the worker has room and hands it here (`start_job`). In single-file mode a poll loop between
+beats does the same claim (daemon/beat.claim_ready).
 Test hook: ANIMA_TEST_SLOW_CONSOLIDATION=<seconds> sleeps between apply steps inside the job's
 transaction, so a kill -9 can land mid-job.
 """
@@ -20,10 +21,11 @@ import threading
 import uuid
 from typing import Any
 
+from daemon.beat import claim_ready, log_interrupted
 from daemon.component import DaemonContext
 from daemon.replica_verify import verify_replica
 from engine import jobs
-from engine.jobs import registry, runner, schedule
+from engine.jobs import registry, runner
 from engine.store import connect
 
 SLOW_ENV = "ANIMA_TEST_SLOW_CONSOLIDATION"
@@ -49,26 +51,17 @@ class Worker:
         self._warming: asyncio.Future[Any] | None = None
 
     async def start(self, ctx: DaemonContext) -> None:
-        js = ctx.settings.jobs
-        recovered = await ctx.store.call(jobs.recover_interrupted, ctx.clock.now(), jobs.REASON_RESTART, js.backoff_s)
-        for item in recovered:
-            ctx.log.warning("job.interrupted", job_id=item["job_id"], kind=item["kind"], attempt=item["attempt"],
-                            since=item["since"], reason=jobs.REASON_RESTART, next=item["status"])
+        await recover_at_start(ctx, ctx.clock.now())
+        ctx.worker = self
         # Load the worker's own embedder and the lineage prototypes off the loop, before the first job needs them.
         self._warming = asyncio.ensure_future(asyncio.to_thread(self._prepare, ctx))
         self.poller = asyncio.create_task(self._poll_loop(ctx))
 
-    async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None:
-        await self.schedule(ctx, now)
-        await self.poll(ctx)
+    def has_room(self, handle: str | None) -> bool:
+        return self.running is None or self.running.done()
 
-    async def schedule(self, ctx: DaemonContext, now: float) -> None:
-        """Queue a consolidation job when her sleep, the cron hour or the backlog says so (switch permitting)."""
-        if not ctx.controls.get("consolidation", True):
-            return
-        due = await ctx.store.call(schedule.enqueue_due, now, ctx.settings)
-        if due is not None:
-            ctx.log.debug("job.scheduled", job_id=due.job_id, kind=due.kind, trigger=due.trigger, backlog=due.backlog)
+    def start_job(self, handle: str | None, ctx: DaemonContext, job: jobs.Job) -> None:
+        self.running = asyncio.create_task(self._run(ctx, job))
 
     async def _poll_loop(self, ctx: DaemonContext) -> None:
         while not self.stopping.is_set():
@@ -81,18 +74,15 @@ class Worker:
 
     async def poll(self, ctx: DaemonContext) -> None:
         """Recover expired leases, then claim and start one ready job if none is running."""
-        if self.stopping.is_set() or (self.running is not None and not self.running.done()):
+        if self.stopping.is_set() or not self.has_room(None):
             return
         js = ctx.settings.jobs
-        now = ctx.clock.now()
-        for item in await ctx.store.call(jobs.recover_interrupted, now, jobs.REASON_LEASE, js.backoff_s, [self.owner]):
-            ctx.log.warning("job.interrupted", job_id=item["job_id"], kind=item["kind"], attempt=item["attempt"],
-                            since=item["since"], reason=jobs.REASON_LEASE, next=item["status"])
-        job = await ctx.store.call(jobs.claim, self.owner, now, js.lease_s, kinds=registry.kinds())
+        recovered, job = await ctx.store.call(claim_ready, self.owner, ctx.clock.now(), js.lease_s, js.backoff_s)
+        log_interrupted(ctx.log, recovered, jobs.REASON_LEASE)
         if job is None:
             return
         ctx.log.info("job.claimed", job_id=job.id, kind=job.kind, attempt=job.attempts)
-        self.running = asyncio.create_task(self._run(ctx, job))
+        self.start_job(None, ctx, job)
 
     async def _run(self, ctx: DaemonContext, job: jobs.Job) -> None:
         js = ctx.settings.jobs
@@ -127,7 +117,7 @@ class Worker:
                 from engine.consolidate.lineage import LineageMatcher
                 from engine.memory.embed import make_embedder
 
-                embedder = ctx.services.get("embedder") or make_embedder(ctx.settings.memory)
+                embedder = ctx.embedder or make_embedder(ctx.settings.memory)
                 LineageMatcher(embedder)  # embeds and caches the prototype sentences
                 self._embedder = embedder
             return self._embedder
@@ -142,6 +132,7 @@ class Worker:
 
     async def stop(self, ctx: DaemonContext) -> None:
         self.stopping.set()
+        ctx.worker = None
         if self._warming is not None and not self._warming.done():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._warming), timeout=5.0)
@@ -159,6 +150,12 @@ def build(ctx: DaemonContext) -> Worker:
     return Worker(ctx)
 
 
+async def recover_at_start(ctx: DaemonContext, now: float) -> None:
+    """Every job run this file's previous daemon left running: retried or failed, one warning each."""
+    found = await ctx.store.call(jobs.recover_interrupted, now, jobs.REASON_RESTART, ctx.settings.jobs.backoff_s)
+    log_interrupted(ctx.log, found, jobs.REASON_RESTART)
+
+
 JOB_SLOTS = 2  # jobs running at once across every companion of a host: a consolidation is CPU work, 2 cores
 
 
@@ -173,16 +170,16 @@ class SharedWorker:
     def __init__(self, slots: int = JOB_SLOTS):
         self.slots = slots
         self._worker = Worker()  # its owner id, warmed embedder and run loop
-        self.running: dict[str, asyncio.Task[None]] = {}
+        self.running: dict[str | None, asyncio.Task[None]] = {}
 
     @property
     def owner(self) -> str:
         return self._worker.owner
 
-    def has_room(self, handle: str) -> bool:
+    def has_room(self, handle: str | None) -> bool:
         return handle not in self.running and len(self.running) < self.slots
 
-    def start_job(self, handle: str, ctx: DaemonContext, job: jobs.Job) -> None:
+    def start_job(self, handle: str | None, ctx: DaemonContext, job: jobs.Job) -> None:
         task = asyncio.create_task(self._worker._run(ctx, job), name=f"job-{handle}")
         self.running[handle] = task
         task.add_done_callback(lambda _t: self.running.pop(handle, None))

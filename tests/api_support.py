@@ -25,6 +25,7 @@ import aiohttp
 import numpy as np
 
 from daemon.clock import FakeClock
+from daemon.companion_beat import ApiBeat, CompanionBeat
 from daemon.component import DaemonContext
 from daemon.db import AsyncStore
 from engine.companion import create_companion
@@ -112,6 +113,7 @@ class ApiHarness:
         self.embedder = embedder or HashEmbedder()
         self.log = RecordingLog()
         self.component: Any = None
+        self.heart: CompanionBeat | None = None
         self.session: aiohttp.ClientSession | None = None
         self.ctx: DaemonContext | None = None
 
@@ -125,6 +127,8 @@ class ApiHarness:
         self.ctx = await companion_context(self.settings, self.db_path, self.clock, self.log, self.embedder)
         self.component = build(self.ctx)
         await self.component.start(self.ctx)
+        ctx = self.ctx
+        self.heart = CompanionBeat(ctx, self.log, handle=None, worker=lambda: None, api=lambda: ctx.api)
         self.session = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.socket_path))
         return self
 
@@ -155,11 +159,10 @@ class ApiHarness:
         return await self.ctx.store.call(fn, *args)
 
     async def beat(self, seconds: float) -> None:
-        """Advance her clock and run the component's heartbeat step (the lead's loop does this in the daemon)."""
-        assert self.ctx is not None
-        now = self.clock.advance(seconds)
-        await self.component.beat(self.ctx, now, seconds)
-        self.ctx.last_beat_at = now
+        """Advance her clock and run her heartbeat (daemon/beat.py's steps, as single-file mode runs them)."""
+        assert self.heart is not None
+        self.clock.advance(seconds)
+        await self.heart.beat(self.clock.monotonic())
 
 
 async def companion_context(settings: Settings, db_path: Path, clock: FakeClock, log: Any,
@@ -174,7 +177,7 @@ async def companion_context(settings: Settings, db_path: Path, clock: FakeClock,
                         log=log, companion=companion, started_at=clock.now(), last_beat_at=clock.now())
     ctx.switches = await store.call(read_switches)
     ctx.controls = await store.call(controls)
-    ctx.services["embedder"] = embedder
+    ctx.embedder = embedder
     return ctx
 
 
@@ -220,6 +223,7 @@ class DirectoryHarness:
         self.embedder = HashEmbedder()
         self.log = RecordingLog()
         self.registry = TestRegistry()
+        self.hearts: dict[str, CompanionBeat] = {}
         self.handles = list(handles)
         self.server = ApiServer(self.registry, self.settings, self.log, Path(self.settings.api.socket_path))
         self.session: aiohttp.ClientSession | None = None
@@ -268,8 +272,14 @@ class DirectoryHarness:
         return await self.registry.served[handle].store.call(fn, *args)
 
     async def beat(self, handle: str) -> None:
-        """Her heartbeat step of the API (expire offers, re-read her tokens), as the host runs it."""
-        await self.server.companion_beat(handle, self.registry.served[handle], self.clock.now())
+        """Her heartbeat (daemon/beat.py's steps: offers expired, her tokens re-read), as the host runs it."""
+        ctx = self.registry.served[handle]
+        heart = self.hearts.get(handle)
+        if heart is None or heart.ctx is not ctx:
+            api = ApiBeat(self.server)
+            heart = self.hearts[handle] = CompanionBeat(ctx, self.log, handle=handle, worker=lambda: None,
+                                                        api=lambda: api)
+        await heart.beat(self.clock.monotonic())
 
 
 def turn(turn_id: str, user: str, companion: str, ts: str = "2026-05-28T20:00:00+08:00", **extra: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from daemon import companion_beat
 from daemon.app import Daemon, prepare_database
 from daemon.clock import FakeClock, OffsetFileClock, wall_step
 from engine.errors import ConfigError
@@ -210,10 +211,10 @@ async def test_a_failing_beat_keeps_the_loop_and_the_watchdog_but_health_ages(
         await _wait(lambda: daemon.beats >= 1)
         assert daemon.ctx is not None
 
-        async def broken(*_: Any) -> None:
+        def broken(*_: Any) -> None:
             raise OSError("database or disk is full")
 
-        daemon._checkpoint = broken  # type: ignore[method-assign]  # the beat's last DB step fails from now on
+        monkeypatch.setattr(companion_beat, "beat_on", broken)  # her beat's DB work fails from now on
         await _wait(lambda: len(log.named("heartbeat.failed")) >= 3)
         messages = []
         while True:

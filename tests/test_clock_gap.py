@@ -81,7 +81,7 @@ async def test_a_small_step_is_lived_through_as_before(tmp_path: Path) -> None:
 
 def test_a_host_beat_after_a_forward_jump_resumes_her_instead_of_living_it(tmp_path: Path) -> None:
     """The many-companions host batches a beat in daemon/runtime.py: the same rule there."""
-    from daemon.runtime import BeatInput, beat_batch
+    from daemon.beat import BeatInput, beat_batch
     from engine.companion import create_companion
     from engine.inner import resume_after_gap
     from engine.persona import persona_of_companion

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from daemon.clock import FakeClock
+from daemon.companion_beat import CompanionBeat
 from daemon.component import DaemonContext
 from daemon.db import AsyncStore
 from daemon.worker import build
@@ -18,6 +19,7 @@ from engine.consolidate.run import JOB_KIND
 from engine.jobs.schedule import should_schedule
 from engine.memory.ingest import TurnInput, record_turn
 from engine.settings import ConsolidationSettings, JobSettings, Settings
+from engine.store.core import set_control
 from tests.memory_helpers import embedder, fresh_db
 
 T0 = 1_785_000_000.0  # 2026-07-25 ~17:20 UTC = 01:20 Asia/Shanghai
@@ -121,16 +123,19 @@ async def test_start_recovers_a_crashed_run_then_retries_it_to_done(db: Path) ->
 
 
 async def test_the_worker_schedules_on_backlog_and_respects_the_switch(db: Path) -> None:
+    """Her beat's schedule and jobs steps (daemon/beat.py) queue the job, the worker runs it; the switch is read from her file."""
     ctx = await context(db)
-    ctx.controls["consolidation"] = False
+    await ctx.store.call(set_control, "consolidation", False, T0)
     worker = build(ctx)
     await worker.start(ctx)
+    heart = CompanionBeat(ctx, ctx.log, handle=None, worker=lambda: ctx.worker, api=lambda: None)
     try:
-        await worker.beat(ctx, ctx.clock.now(), 15)
+        await heart.beat(ctx.clock.monotonic())
         await asyncio.sleep(0.2)
         assert await ctx.store.call(jobs.list_jobs) == []
-        ctx.controls["consolidation"] = True
-        await worker.beat(ctx, ctx.clock.advance(15), 15)
+        await ctx.store.call(set_control, "consolidation", True, T0)
+        ctx.clock.advance(15)
+        await heart.beat(ctx.clock.monotonic())
         (job,) = await ctx.store.call(jobs.list_jobs)
         row = await wait_done(ctx, job["id"])
     finally:

@@ -289,7 +289,7 @@ async def test_delete_route_forgets_ids_with_a_slash_lowers_the_indexer_watermar
         assert (await api.call("POST", "/v1/turns", turn("a/1", CANARY_USER, CANARY_REPLY)))[0] == 200
         assert (await api.call("POST", "/v1/turns", turn("a/2", "今天吃了一碗热汤面", "好吃吗")))[0] == 200
         drain = Drain(indexed_upto=4)
-        api.ctx.services["vector_indexer"] = SimpleNamespace(drain=drain, wake=lambda: None)
+        api.ctx.vector_indexer = SimpleNamespace(drain=drain, wake=lambda: None)
         status, body = await api.call("DELETE", "/v1/turns/a%2F2")  # the newest turn: ids 3 and 4 are free again
         assert status == 200 and body["turn_ids"] == ["a/2"] and body["memories"] == 2
         assert drain.indexed_upto == 2  # a new memory may get id 3 again: the indexer must look there

@@ -140,7 +140,7 @@ async def test_a_context_embeds_fresh_rows_only_while_it_is_the_one_reply_being_
     await memory.start(api.ctx)
     try:
         await api.call("POST", "/v1/turns", turn("t1", "我的猫芝麻今天去打疫苗了", "芝麻好勇敢"))
-        async with gate_of(api.ctx.services).serving():  # another chat's reply is being prepared
+        async with gate_of(api.ctx).serving():  # another chat's reply is being prepared
             status, _ = await api.call("POST", "/v1/context", {"query": "芝麻怎么样"})
         assert status == 200 and api.log.named("api.context_fresh_timed_out") == []
         assert api.log.named("api.context")[-1]["fresh_embedded"] == 0

@@ -228,11 +228,11 @@ async def test_every_companion_gets_the_same_embedder_object(tmp_path: Path) -> 
     await host.start()
     try:
         contexts = [host.get(h) for h in host.handles()]
-        embedders = {id(ctx.services["embedder"]) for ctx in contexts if ctx}
-        gates = {id(ctx.services["interactive_gate"]) for ctx in contexts if ctx}
-        queues = {id(ctx.services["vector_indexer"].queue) for ctx in contexts if ctx}
+        embedders = {id(ctx.embedder) for ctx in contexts if ctx}
+        gates = {id(ctx.interactive_gate) for ctx in contexts if ctx}
+        queues = {id(ctx.vector_indexer.queue) for ctx in contexts if ctx}
         assert len(contexts) == 3 and len(embedders) == 1 and len(gates) == 1 and len(queues) == 1
-        indexers = {id(ctx.services["vector_indexer"]) for ctx in contexts if ctx}
+        indexers = {id(ctx.vector_indexer) for ctx in contexts if ctx}
         assert len(indexers) == 3  # each her own watermark, one indexing loop and thread between them
     finally:
         await host.shutdown()
@@ -464,7 +464,7 @@ async def test_a_failing_step_of_a_beat_is_rolled_back_alone_and_the_beat_still_
             assert json.loads(get_inner_state_text(conn) or "{}")["last_step_at"] == pytest.approx(T0 + 5.0)  # life stepped
         finally:
             conn.close()
-        assert host.runtimes["a1"].beats == 1 and host.runtimes["a1"]._summary
+        assert host.runtimes["a1"].beats == 1 and ctx.status_summary
     finally:
         await host.shutdown()
 

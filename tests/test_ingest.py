@@ -168,10 +168,10 @@ async def test_memory_component_publishes_a_warm_embedder(tmp_path):
                         log=structlog.get_logger())
     component = build(ctx)
     await component.start(ctx)
-    assert ctx.services["embedder"].embed_queries(["你好"]).shape == (1, 384)
-    assert "vector_indexer" in ctx.services
+    assert ctx.embedder.embed_queries(["你好"]).shape == (1, 384)
+    assert ctx.vector_indexer is not None
     await component.stop(ctx)
-    assert "embedder" not in ctx.services and "vector_indexer" not in ctx.services
+    assert ctx.embedder is None and ctx.vector_indexer is None
     await store.close()
 
 

@@ -284,6 +284,7 @@ class _Log:
 
 async def test_life_component_resumes_publishes_persona_and_steps(tmp_path: Path) -> None:
     from daemon.clock import FakeClock
+    from daemon.companion_beat import CompanionBeat
     from daemon.component import DaemonContext
     from daemon.db import AsyncStore
     from daemon.life_component import build
@@ -300,19 +301,21 @@ async def test_life_component_resumes_publishes_persona_and_steps(tmp_path: Path
     log = _Log()
     ctx = DaemonContext(settings=S, db_path=db, clock=clock, store=store_, log=log, controls=dict(ON),
                         companion=companion)
-    ctx.services["last_beat_before_start"] = START
+    ctx.last_beat_before_start = START
     part = build(ctx)
+    heart = CompanionBeat(ctx, log, handle=None, worker=lambda: None, api=lambda: None)  # her beat: daemon/beat.py
     try:
         await part.start(ctx)
-        assert isinstance(ctx.services["persona"], Persona)
-        assert "doing" in ctx.services["status_summary"]()
+        assert isinstance(ctx.persona, Persona)
+        assert "doing" in ctx.status_summary
         for _ in range(10):
-            now = clock.advance(15)
-            await part.beat(ctx, now, 15)
-        await part.beat(ctx, clock.now() - 60, 0)
+            clock.advance(15)
+            await heart.beat(clock.monotonic())
+        clock.step(-60)  # the wall clock set back a minute
+        await heart.beat(clock.monotonic())
         assert ("clock.backwards", {"part": "life"}) in log.events
         state = await store_.call(store.get_inner_state)
-        assert state["last_step_at"] == clock.now() - 60
+        assert state["last_step_at"] == clock.now()  # stepped at the earlier time
         await part.stop(ctx)
     finally:
         await store_.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from daemon.priority import InteractiveGate, gate_of
 
@@ -37,5 +38,5 @@ async def test_nested_requests_keep_the_gate_closed_until_the_last_ends() -> Non
 
 
 def test_one_gate_per_daemon() -> None:
-    services: dict[str, object] = {}
-    assert gate_of(services) is gate_of(services)
+    ctx = SimpleNamespace(interactive_gate=None)
+    assert gate_of(ctx) is gate_of(ctx)

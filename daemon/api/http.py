@@ -78,7 +78,7 @@ class ApiState:
         return self.ctx.settings
 
     def embedder(self) -> Any:
-        embedder = self.ctx.services.get("embedder")
+        embedder = self.ctx.embedder
         if embedder is None:
             raise StoreError("no embedder is running (the memory component did not start)")
         return embedder

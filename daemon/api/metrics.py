@@ -108,7 +108,7 @@ def _replication_rows(path: Path) -> dict[str, float | None]:
 
 async def _read_companion(ctx: DaemonContext) -> tuple[dict[str, int], int] | None:
     """(jobs by state, pending vectors), or None when her file does not answer in time."""
-    indexer = ctx.services.get("vector_indexer")
+    indexer = ctx.vector_indexer
 
     def read(conn: Any) -> tuple[dict[str, int], int]:
         return status_counts(conn), health_check(conn, indexer)[1]

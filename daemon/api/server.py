@@ -1,8 +1,9 @@
 """The API server: the HTTP app of a CompanionRegistry on the Unix socket (and optional loopback TCP), in the daemon's loop.
 
 `ApiServer(registry, settings, log, path)` serves every companion of the registry with one socket:
-daemon/host.py starts ONE for a whole directory, and calls `companion_beat(handle, ctx, now)` from
-each companion's heartbeat. The 'api' component (`build`) is single-file mode's: the same server
+daemon/host.py starts ONE for a whole directory; its share of each companion's heartbeat (her token
+digests re-read) is a step of daemon/beat.py, handed to the token book by daemon/companion_beat.ApiBeat.
+The 'api' component (`build`) is single-file mode's: the same server
 over SingleCompanion(ctx), listed last in daemon/components.py so that every service it calls
 (embedder, inner life) is up before the first request. Connections come in through
 daemon/api/gate.py (limits, shedding, head timeout) and are served by daemon/api/protocol.py's quiet
@@ -21,12 +22,10 @@ from daemon.api.gate import ConnectionGate, GatedSite, connection_limit, linger_
 from daemon.api.http import APP, make_app
 from daemon.api.listen import bind_tcp, bind_unix, socket_path, tcp_address
 from daemon.api.protocol import QuietAppRunner
-from daemon.api.tokens import SINGLE
+from daemon.companion_beat import ApiBeat
 from daemon.component import DaemonContext
 from daemon.registry import CompanionRegistry, SingleCompanion
 from engine import model_config
-from engine.store.share import expire_offers
-from engine.store.tokens import token_digests
 
 
 class ApiServer:
@@ -76,20 +75,6 @@ class ApiServer:
         self.log.info("api.listening", socket=str(path), mode=api.socket_mode, group=api.socket_group or None,
                       tcp=f"{tcp[0]}:{tcp[1]}" if tcp else None, max_connections=limit)
 
-    async def companion_beat(self, handle: str | None, ctx: DaemonContext, now: float) -> None:
-        """One companion's heartbeat step of the API: expire her share offers whose time ran out, and re-read
-        her tokens (so `anima token` on a running daemon takes effect within one beat). `handle` is None in
-        single-file mode."""
-        def step(conn: Any) -> tuple[int, frozenset[str]]:
-            # One trip to her DB thread per beat for both: a thousand idle companions beat every interval.
-            return expire_offers(conn, now), token_digests(conn)
-
-        expired, digests = await ctx.store.call(step)
-        if expired:
-            ctx.log.info("share.expired", count=expired)
-        if self.app is not None:
-            self.app[APP].tokens.read(SINGLE if handle is None else handle, ctx, digests)
-
     def companion_stopped(self, handle: str) -> None:
         """She is no longer served (file removed, .stop marker, fault): drop her ApiState and token digests now,
         so her caches and context do not outlive her (a request for her would also drop them, lazily)."""
@@ -133,12 +118,10 @@ class ApiComponent:
         path = socket_path(ctx.settings.api, ctx.db_path, os.environ)
         self.server = ApiServer(SingleCompanion(ctx), ctx.settings, ctx.log, path)
         await self.server.start()
-
-    async def beat(self, ctx: DaemonContext, now: float, dt: float) -> None:
-        if self.server is not None:
-            await self.server.companion_beat(None, ctx, now)
+        ctx.api = ApiBeat(self.server)  # her beat's "api" step (daemon/beat.py), handle None: SINGLE
 
     async def stop(self, ctx: DaemonContext) -> None:
+        ctx.api = None
         if self.server is not None:
             await self.server.stop()
 

@@ -53,7 +53,7 @@ async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: 
     query_vec = None
     known: dict[str, Any] = {}
     started = time.perf_counter()
-    async with gate_of(api.ctx.services).serving():
+    async with gate_of(api.ctx).serving():
         if api.ctx.switches.memory_search and query and len(query) <= api.settings.memory.max_query_chars:
             # The query and each of its lines (recall reads a multi-line query line by line) in one model call.
             # Unlike POST /v1/context, turns still waiting for their vectors are not embedded here: they are
@@ -78,7 +78,7 @@ async def _finish(request: web.Request, api: ApiState, chat: ChatRequest, prepar
     now = api.now()
     base = api.embedder()
     ts_iso = act.local_time(now, api.settings.life.tz).isoformat(timespec="seconds")
-    indexer = api.ctx.services.get("vector_indexer")
+    indexer = api.ctx.vector_indexer
     texts = [t for t in (chat.last_user, reply) if t and t.strip() and "\x00" not in t]
     if prepared.offer_text:
         texts.append(prepared.offer_text)

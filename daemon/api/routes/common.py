@@ -15,9 +15,9 @@ from engine.persona import Persona, persona_of_companion
 
 def persona_of(api: ApiState) -> Persona:
     """Her Persona: the one the inner-life part published, else rebuilt from the companion row."""
-    published = api.ctx.services.get("persona")
+    published = api.ctx.persona
     if published is not None:
-        return published  # type: ignore[no-any-return]
+        return published
     if api.persona_obj is None:
         api.persona_obj = persona_of_companion(api.ctx.companion) or Persona.from_dict(None)
     return api.persona_obj  # type: ignore[no-any-return]

@@ -59,7 +59,7 @@ def query_of_messages(messages: list[Any], max_chars: int) -> str:
 
 async def post_context(request: web.Request, api: ApiState, body: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
-    async with gate_of(api.ctx.services).serving():  # background embedding waits while a reply is prepared
+    async with gate_of(api.ctx).serving():  # background embedding waits while a reply is prepared
         out = await _context(request, api, body)
     request.app[APP].metrics.context_seconds.observe(time.perf_counter() - started)  # GET /metrics
     return out
@@ -73,10 +73,10 @@ async def _fresh_rows(api: ApiState, now: float) -> list[Any]:
     other chats' turns put context p50 up 1.5-2x; there, as before, turns are found by their words
     until the indexer reaches them.
     """
-    indexer = api.ctx.services.get("vector_indexer")
+    indexer = api.ctx.vector_indexer
     limit = api.settings.memory.context_embed_pending
     if (indexer is None or limit <= 0 or not indexer.may_have_pending()
-            or not api.ctx.switches.memory_hybrid or gate_of(api.ctx.services).inflight > 1):
+            or not api.ctx.switches.memory_hybrid or gate_of(api.ctx).inflight > 1):
         return []  # without an indexer, turns are embedded inline: nothing is pending
     rows: list[Any] = await api.ctx.store.call(fresh_pending_rows, limit, now)
     return rows
@@ -88,7 +88,7 @@ async def _fresh_vectors(api: ApiState, base: Any, rows: list[Any]) -> tuple[lis
     Rows another request is embedding right now are waited for, not embedded twice
     (daemon.memory_component.FreshEmbeddings).
     """
-    indexer = api.ctx.services.get("vector_indexer")
+    indexer = api.ctx.vector_indexer
     if not rows or indexer is None:
         return None
 

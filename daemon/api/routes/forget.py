@@ -43,7 +43,7 @@ async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Select
     # after it (daemon/replication_forget.py): else its read transaction keeps the WAL, and its files the turn.
     # One forget of hers at a time: two overlapping ones would hand her file back to Litestream while the
     # other still needs it out of its hands.
-    async with api.ctx.services.setdefault("forget_lock", asyncio.Lock()):
+    async with api.ctx.forget_lock:
         replication = replication_of(api.ctx.db_path, config_file())
         await asyncio.to_thread(take_out, replication)
         report: forgetting.ForgetReport | None = None
@@ -54,7 +54,7 @@ async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Select
             forgotten = report is not None and bool(report.turn_ids) and not report.already_forgotten
             again = await asyncio.to_thread(start_over, replication, forgotten=forgotten)
     assert report is not None  # the forget raised otherwise
-    indexer = api.ctx.services.get("vector_indexer")
+    indexer = api.ctx.vector_indexer
     if indexer is not None:  # ids above the new max may be handed out again: look there again
         indexer.drain.indexed_upto = min(indexer.drain.indexed_upto, report.max_memory_id)
     if again.get("resumed") is False:

@@ -51,7 +51,7 @@ async def get_health(request: web.Request, api: ApiState, body: None) -> dict[st
     schema = pending = None
     try:
         async with asyncio.timeout(HEALTH_DB_TIMEOUT_S):
-            schema, pending = await api.db(request, health_check, ctx.services.get("vector_indexer"))
+            schema, pending = await api.db(request, health_check, ctx.vector_indexer)
         db_error = getattr(ctx.store, "fault", None)  # reads work on a full disk; writes do not
     except Exception as exc:  # health reports, it does not fail
         ctx.log.warning("api.health_db_failed", error=type(exc).__name__)

@@ -2,7 +2,7 @@
 
 The route parses, embeds off the DB thread and shapes; the work is engine/usecases/turns.record_turn
 (one transaction). Vectors are left to the memory part's indexer, woken after the write
-(engine/memory/ingest.py says why). Without a running indexer (no ctx.services["vector_indexer"])
+(engine/memory/ingest.py says why). Without a running indexer (no ctx.vector_indexer)
 the turn is embedded here first, so no vector is ever stranded.
 """
 
@@ -39,7 +39,7 @@ async def post_turn(request: web.Request, api: ApiState, body: dict[str, Any]) -
     now = api.now()
     base = api.embedder()
     texts = [t for t in (turn.user, turn.companion) if t and t.strip() and "\x00" not in t]
-    indexer = api.ctx.services.get("vector_indexer")
+    indexer = api.ctx.vector_indexer
     if indexer is not None:
         record = partial(record_turn, embed=False, injection_id=injection_id)
         done: TurnRecorded = await api.db(request, record, api.settings, persona_of(api), base, turn, now)
