@@ -22,7 +22,7 @@ from engine.errors import ConflictError, NotFoundError
 from engine.memory.ingest import index_life_event
 from engine.persona import Persona
 from engine.settings import Settings
-from engine.share import SharePolicy, decide
+from engine.share import SharePolicy, candidate_of, decide
 from engine.store import share as offers
 from engine.store import transaction
 from engine.store.api import turn_recorded
@@ -79,7 +79,7 @@ def offer(conn: Any, settings: Settings, persona: Persona | None, turn_id: str, 
         if existing is not None:
             return Offer("already_offered", existing["id"], existing["life_event_id"], existing["ts"],
                          existing["text"], existing["expires_at"])
-        pool = offers.candidates(conn, now, policy.max_age_h * 3600.0)
+        pool = [candidate_of(row) for row in offers.candidates(conn, now, policy.max_age_h * 3600.0)]
         if mood is None:
             mood = inner.inner_snapshot(conn, settings, persona, now)["mood"] if pool else {"v": 0.0, "a": 0.0}
         decision = decide(pool, query, sociability=float(getattr(persona, "sociability", 0.5)),
