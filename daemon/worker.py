@@ -63,7 +63,7 @@ class Worker:
 
     async def schedule(self, ctx: DaemonContext, now: float) -> None:
         """Queue a consolidation job when her sleep, the cron hour or the backlog says so (switch permitting)."""
-        if not ctx.controls.get("consolidation", True):
+        if not ctx.switches.consolidation:
             return
         due = await ctx.store.call(schedule.enqueue_due, now, ctx.settings)
         if due is not None:

@@ -87,8 +87,7 @@ async def context(db: Path, **consolidation: Any) -> DaemonContext:
     settings = replace(Settings(), jobs=JobSettings(poll_s=0.05, lease_s=30.0, backoff_s=[0.0]),
                        consolidation=ConsolidationSettings(min_new_episodes=0, **consolidation))
     store = await AsyncStore(db).open()
-    return DaemonContext(settings=settings, db_path=db, clock=FakeClock(T0), store=store, log=Log(),
-                         controls={"consolidation": True, "model_operator": True})
+    return DaemonContext(settings=settings, db_path=db, clock=FakeClock(T0), store=store, log=Log())
 
 
 async def wait_done(ctx: DaemonContext, job_id: int, timeout: float = 30) -> dict[str, Any]:
@@ -122,14 +121,14 @@ async def test_start_recovers_a_crashed_run_then_retries_it_to_done(db: Path) ->
 
 async def test_the_worker_schedules_on_backlog_and_respects_the_switch(db: Path) -> None:
     ctx = await context(db)
-    ctx.controls["consolidation"] = False
+    ctx.switches = replace(ctx.switches, consolidation=False)
     worker = build(ctx)
     await worker.start(ctx)
     try:
         await worker.beat(ctx, ctx.clock.now(), 15)
         await asyncio.sleep(0.2)
         assert await ctx.store.call(jobs.list_jobs) == []
-        ctx.controls["consolidation"] = True
+        ctx.switches = replace(ctx.switches, consolidation=True)
         await worker.beat(ctx, ctx.clock.advance(15), 15)
         (job,) = await ctx.store.call(jobs.list_jobs)
         row = await wait_done(ctx, job["id"])

@@ -300,7 +300,6 @@ def test_memory_consolidation_and_jobs_import_in_one_direction() -> None:
     assert not offenders, _report(f"imports against {' < '.join(PACKAGE_ORDER)}", offenders)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 5: being fixed")
 def test_no_switch_is_read_from_a_dict() -> None:
     offenders = switch_dict_reads()
     assert not offenders, _report('.get("…") on switches', offenders)

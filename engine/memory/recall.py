@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from engine.consolidate.lineage import LineageMatcher
+from engine.control import Switches
 from engine.errors import InputError
 from engine.memory import lexicon, ranking, supersede, timeq, vector_index
 from engine.memory.background import background_cosine, background_vectors
@@ -444,7 +445,7 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
     return Lanes(cosines, keyword_ids, query_vec, line_vecs, line_best)
 
 
-def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, controls: dict[str, Any],
+def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, switches: Switches,
            now: float, k: int | None = None, budget: int | None = None, as_of: float | None = None,
            extra_sources: Sequence[Callable[..., list[Any]]] = (),
            query_vec: np.ndarray | None = None, params: RankParams | None = None,
@@ -461,9 +462,9 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     if not 1 <= k <= 50:
         raise InputError(f"k must be from 1 to 50, got {k}")
     budget = settings.context_budget_chars if budget is None else budget
-    if not controls.get("memory_search", True):
+    if not switches.memory_search:
         return RecallResult(query=text, mode="off")
-    hybrid = bool(controls.get("memory_hybrid", True)) and embedder is not None
+    hybrid = switches.memory_hybrid and embedder is not None
     if embedder is not None:
         refuse_other_model(conn, embedder)
     params = params or params_from_settings(settings)
@@ -539,7 +540,7 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         )
         for c in chosen
     ]
-    if controls.get("memory_facts", True) and extra_sources:
+    if switches.memory_facts and extra_sources:
         extra = [h for source in extra_sources for h in source(conn, query_vec, text, k=k, now=now, as_of=as_of) or []]
         hits = merge_extra_hits(hits, extra, params, now if as_of is None else min(now, as_of), window)
         if present and extra:
@@ -549,6 +550,6 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
                                                               params.use_slot_words),
                                        settings.update_min_ratio, settings.update_depth, ts=lambda h: h.ts_unix)
         hits = hits[:k]
-    block, used, fact_ids = build_block(conn, hits, budget, bool(controls.get("memory_reread", True)), limit_ts, tz)
+    block, used, fact_ids = build_block(conn, hits, budget, switches.memory_reread, limit_ts, tz)
     return RecallResult(query=text, mode=mode, hits=hits, context=block, context_memory_ids=used, fact_ids=fact_ids)
 

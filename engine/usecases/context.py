@@ -44,7 +44,7 @@ def recall_for(conn: Any, embedder: Any, query: str, settings: Settings, switche
                **options: Any) -> RecallResult:
     """Recall under `switches` with every registered source; reads only (options: k, budget, as_of, query_vec)."""
     options.setdefault("tz", settings.life.tz)  # her zone: dates in the block, times the question names
-    return recall(conn, embedder, query, settings=settings.memory, controls=switches.as_dict(), now=now,
+    return recall(conn, embedder, query, settings=settings.memory, switches=switches, now=now,
                   extra_sources=RECALL_SOURCES, **options)
 
 
