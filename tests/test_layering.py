@@ -15,8 +15,6 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -273,7 +271,6 @@ def test_routes_import_no_engine_store() -> None:
     assert not offenders, _report("daemon/api/routes importing engine.store", offenders)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 5: being fixed")
 def test_cli_and_api_import_no_engine_store() -> None:
     offenders = transport_imports_of_store()
     assert not offenders, _report("daemon/cli or daemon/api importing engine.store", offenders)
@@ -288,13 +285,11 @@ def test_engine_store_imports_nothing_of_the_domain() -> None:
         assert set(edges) <= {"engine.errors"}, f"{module} imports {sorted(edges)}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 5: being fixed")
 def test_no_import_cycle_among_modules() -> None:
     offenders = import_cycles(import_graph())
     assert not offenders, _report("import cycles", offenders)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 5: being fixed")
 def test_memory_consolidation_and_jobs_import_in_one_direction() -> None:
     offenders = package_order_breaks()
     assert not offenders, _report(f"imports against {' < '.join(PACKAGE_ORDER)}", offenders)

@@ -25,8 +25,8 @@ from daemon.api.tokens import SINGLE
 from daemon.component import DaemonContext
 from daemon.registry import CompanionRegistry, SingleCompanion
 from engine import model_config
-from engine.store.share import expire_offers
-from engine.store.tokens import token_digests
+from engine.usecases.share import expire_offers
+from engine.usecases.tokens import token_digests
 
 
 class ApiServer:

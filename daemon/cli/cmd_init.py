@@ -11,8 +11,7 @@ from daemon.cli.env import CliEnv
 from daemon.registry import HANDLE_PATTERN, valid_handle
 from engine.companion import create_companion
 from engine.errors import InputError
-from engine.store import connect, migrate, transaction
-from engine.store.core import set_companion_handle
+from engine.usecases.files import open_new, set_handle
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,13 +70,11 @@ def _init_in_directory(args: argparse.Namespace, env: CliEnv) -> tuple[dict, Pat
         raise InputError(f"{final} already exists; she is there already (pick another --id)")
     temp = folder / f".{args.handle}.db.{os.getpid()}.init"
     try:
-        conn = connect(temp)
+        conn = open_new(temp)
         try:
-            migrate(conn)
             companion = create_companion(conn, name=args.name, birth_local=args.birth, tz=args.tz, place=args.place,
                                          sect=env.settings.companion.bazi_sect, now=env.clock.now())
-            with transaction(conn):
-                set_companion_handle(conn, args.handle)
+            set_handle(conn, args.handle)
             companion["handle"] = args.handle
         finally:
             conn.close()

@@ -12,9 +12,7 @@ from typing import Any
 from daemon.clock import Clock, clock_from_env
 from daemon.config import load_settings
 from engine.settings import Settings
-from engine.store import connect, migrate
-from engine.store.lock import check_one_name
-from engine.store.migrate import check_not_newer
+from engine.usecases.files import open_for_writing
 
 
 @dataclass
@@ -32,15 +30,7 @@ class CliEnv:
 
     def open_db(self, *, create: bool = True) -> Any:
         """Open (and migrate) the database; works whether or not the daemon is running (WAL)."""
-        from engine.errors import StoreError
-
-        if not create and not self.db_path.exists():
-            raise StoreError(f"database {self.db_path} does not exist; create it with: anima init (or anima run)")
-        check_one_name(self.db_path)  # a second hard link would give this writer a WAL of its own
-        conn = connect(self.db_path)
-        check_not_newer(conn)
-        migrate(conn)
-        return conn
+        return open_for_writing(self.db_path, create=create)
 
     @staticmethod
     def print_json(value: Any) -> None:

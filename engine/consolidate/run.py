@@ -24,14 +24,15 @@ import numpy as np
 from engine.consolidate.apply import AddFact, MergeInto, apply_steps
 from engine.consolidate.gate import Episode, gate_reason, group_near_duplicates
 from engine.consolidate.ledger import Ledger
-from engine.consolidate.lineage import NONE, LineageMatcher
 from engine.consolidate.operator_rules import rules_plan
-from engine.consolidate.plan import Candidate, Entry, Operation, Plan, sentence_of, statement_for
+from engine.consolidate.plan import Candidate, Entry, Operation, Plan
 from engine.consolidate.relational_plan import apply_rel_steps, plan_relations
 from engine.consolidate.validate import Limits, PlanRejected, validate_plan
 from engine.control import Switches
 from engine.errors import ConflictError, StoreError
 from engine.memory.indexer import write_vectors
+from engine.memory.lineage import NONE, LineageMatcher
+from engine.memory.statement import sentence_of, statement_for
 from engine.settings import LifeSettings
 from engine.store import consolidation as consolidation_store
 from engine.store import facts as fact_store

@@ -1,7 +1,7 @@
 """The maintenance jobs the calendar queues: a verified snapshot with rotation, an integrity check, trace retention.
 
 Each is a job kind like consolidation (engine/jobs/registry.py), so a firing the calendar queued
-(daemon/calendar.py) is a leased row: it survives a restart, is retried with backoff, and shows in
+(daemon/scheduler.py) is a leased row: it survives a restart, is retried with backoff, and shows in
 `anima jobs`. A handler does its work, then records the job's `done` with what it found in one commit
 (`job_transaction`); the snapshot's file work cannot be in that transaction, so it is written under a
 temporary name and renamed only once verified: a retried snapshot job never leaves a half-written one.

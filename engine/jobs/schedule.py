@@ -5,7 +5,7 @@ else once a day at [consolidation] cron_hour of her local time, and whenever mor
 min_new_episodes episodes wait. "Her local time" is the zone her day runs in (`[life] tz`, the
 same `local_time` her day plan uses), not her birth zone: a cron hour at 03:00 means 03:00 of the
 day she lives. Her sleep and the backlog are states, asked once a beat (`enqueue_due`); the cron
-hour is a time of day, so the calendar (daemon/calendar.py, apscheduler) fires it and asks
+hour is a time of day, so the calendar (daemon/scheduler.py, apscheduler) fires it and asks
 `enqueue_due(..., at_cron=True)` (arq keeps cron apart from the worker the same way); the worker
 only claims and runs.
 """

@@ -131,3 +131,8 @@ def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float) -
         memory_id = tell_life_event(conn, embedder, row["life_event_id"], turn_id, now)
         offers.receive_offer(conn, share_id, row["life_event_id"], turn_id, now)
         return Receipt(share_id, turn_id, now, memory_id, row["life_event_id"], True)
+
+
+def expire_offers(conn: Any, now: float) -> int:
+    """Close the offers whose time ran out (an unreceipted offer's event stays untold); how many. Each beat."""
+    return offers.expire_offers(conn, now)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from daemon.api.http import ApiState
+from daemon.api.state import ApiState
 from engine.chat import feelings
 from engine.persona import Persona, persona_of_companion
 

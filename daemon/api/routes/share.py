@@ -12,8 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, iso, persona_of
+from daemon.api.state import ApiState
 from engine.usecases.share import Offer, Receipt, offer, offer_text, receipt
 
 

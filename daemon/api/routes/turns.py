@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
 from daemon.api.routes.common import PrecomputedEmbedder, mood_of, persona_of
+from daemon.api.state import ApiState
 from engine.memory.ingest import TurnInput
 from engine.usecases.turns import TurnRecorded, record_turn
 
