@@ -156,16 +156,17 @@ def prepare_chat(conn: Any, settings: Settings, persona: Persona | None, embedde
 
 
 def finish_chat(conn: Any, settings: Settings, persona: Persona | None, embedder: Any, prepared: PreparedChat,
-                user_text: str, reply: str, ts_iso: str, now: float, *, embed: bool) -> ChatFinished:
+                user_text: str, reply: str, ts_iso: str, now: float, *, embed: bool,
+                passages: Mapping[str, Any] | None = None) -> ChatFinished:
     """One transaction: the turn recorded as POST /v1/turns records it, and the offer told if the reply tells it."""
     with transaction(conn):
         if prepared.repeat or turn_recorded(conn, prepared.turn_id):
             return ChatFinished(None, None)
         turn = TurnInput(turn_id=prepared.turn_id, user=user_text, companion=reply or None, ts_iso=ts_iso)
         done = record_turn(conn, settings, persona, embedder, turn, now, embed=embed,
-                           injection_id=prepared.injection_id, origin="chat")
+                           injection_id=prepared.injection_id, origin="chat", passages=passages)
         told = None
         if (prepared.share_id is not None and prepared.offer_text
                 and reply_tells(prepared.offer_text, reply, settings.chat.told_min_overlap)):
-            told = share.receipt(conn, embedder, prepared.share_id, prepared.turn_id, now).life_event_id
+            told = share.receipt(conn, embedder, prepared.share_id, prepared.turn_id, now, passages).life_event_id
     return ChatFinished(done, told)

@@ -13,6 +13,7 @@ backstory she has already told) both make a told event recallable through it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,17 +101,20 @@ def offer_text(conn: Any, share_id: str) -> str | None:
     return None if row is None else str(row["text"])
 
 
-def tell_life_event(conn: Any, embedder: Any, life_event_id: int, turn_id: str | None, now: float) -> int:
+def tell_life_event(conn: Any, embedder: Any, life_event_id: int, turn_id: str | None, now: float,
+                    passages: Mapping[str, Any] | None = None) -> int:
     """She told it (in turn `turn_id`, or before anima knew her): told=1 once, and its memory row; the memory id.
 
     Inside the caller's transaction when there is one. Telling a told event again changes nothing.
+    `passages` may hold the vector of its text, computed off the DB thread.
     """
     with transaction(conn):
         mark_told(conn, life_event_id, turn_id, now)
-        return index_life_event(conn, embedder, life_event_id, now)
+        return index_life_event(conn, embedder, life_event_id, now, passages)
 
 
-def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float) -> Receipt:
+def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float,
+            passages: Mapping[str, Any] | None = None) -> Receipt:
     """Told: the event told, its memory row and the offer received, in one transaction (idempotent for the same turn)."""
     with transaction(conn):
         row = offers.get_offer(conn, share_id)
@@ -128,7 +132,7 @@ def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float) -
         if not turn_recorded(conn, turn_id):
             raise ConflictError(f"turn {turn_id!r} was never recorded; POST /v1/turns with the reply that told it, "
                                 "then send the receipt")
-        memory_id = tell_life_event(conn, embedder, row["life_event_id"], turn_id, now)
+        memory_id = tell_life_event(conn, embedder, row["life_event_id"], turn_id, now, passages)
         offers.receive_offer(conn, share_id, row["life_event_id"], turn_id, now)
         return Receipt(share_id, turn_id, now, memory_id, row["life_event_id"], True)
 

@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from daemon.api.errors import ApiError, classify, openai_error
-from daemon.api.routes.common import PrecomputedEmbedder, persona_of
+from daemon.api.routes.common import persona_of
 from daemon.api.state import APP, ApiState
 from daemon.api.upstream import UpstreamError, delta_of, reply_of
 from daemon.priority import gate_of
@@ -86,9 +86,8 @@ async def _finish(request: web.Request, api: ApiState, chat: ChatRequest, prepar
     else:
         passages = dict(zip(texts, await api.off_loop(base.embed_passages, texts), strict=True)) if texts else {}
         embed = True
-    embedder = PrecomputedEmbedder(base, passages=passages)
-    done: ChatFinished = await api.db(request, partial(finish_chat, embed=embed), api.settings, persona_of(api),
-                                      embedder, prepared, chat.last_user, reply, ts_iso, now)
+    done: ChatFinished = await api.db(request, partial(finish_chat, embed=embed, passages=passages), api.settings,
+                                      persona_of(api), base, prepared, chat.last_user, reply, ts_iso, now)
     if done.turn is not None and done.turn.created and indexer is not None:
         indexer.wake()
     return done
