@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from daemon.registry import valid_handle
 from engine.errors import ConfigError, InputError, StoreError
+from engine.store.lock import real_path
 
 MONITOR_S = 0.2  # how often Litestream looks at each WAL for new commits
 SYNC_S = 0.2  # how often it uploads what it has to the replica
@@ -453,10 +454,23 @@ def replicas_of_config(text: str) -> list[tuple[Path, ReplicaUrl]]:
     return out
 
 
+def replica_url_of(db: Path, config: Path) -> ReplicaUrl | None:
+    """Her replica's URL in the litestream.yml at `config`, or None when the file does not name her."""
+    try:
+        text = config.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    mine = real_path(db)
+    for path, url in replicas_of_config(text):
+        if real_path(path) == mine:
+            return url
+    return None
+
+
 # ---------------------------------------------------------------- restore --from-replica
 
 
-def _companion_of(path: Path) -> dict[str, Any] | None:
+def companion_of(path: Path) -> dict[str, Any] | None:
     from engine.store import connect
     from engine.store.core import get_companion
 
@@ -479,7 +493,7 @@ def check_identity(replica: dict[str, Any] | None, target: Path, url: ReplicaUrl
     if not target.exists():
         return
     try:
-        current = _companion_of(target)
+        current = companion_of(target)
     except Exception:  # a damaged target is what one restores over; its old copy is kept as .bak
         return
     if current is not None and current.get("uid") and replica.get("uid") != current.get("uid"):
@@ -494,7 +508,6 @@ def restore_from_replica(base: ReplicaUrl, target: Path, now: float, at: datetim
     companion's identity; nothing is changed on refusal. Returns engine.restore.restore's summary."""
     from engine.restore import restore
     from engine.snapshot import MANIFEST_FORMAT, file_sha256, inspect
-    from engine.store.lock import real_path
     from engine.store.migrate import code_schema_version
 
     target = real_path(Path(target))
@@ -518,7 +531,7 @@ def restore_from_replica(base: ReplicaUrl, target: Path, now: float, at: datetim
         if seen["schema_version"] > code_schema_version():
             raise StoreError(f"replica {url} has schema version {seen['schema_version']}, newer than this anima "
                              f"understands (up to {code_schema_version()}); upgrade anima first; nothing was changed")
-        check_identity(_companion_of(candidate), target, url)
+        check_identity(companion_of(candidate), target, url)
         manifest = {"format": MANIFEST_FORMAT, "file_sha256": file_sha256(candidate), "schema_version": seen["schema_version"],
                     "tables": seen["tables"]}
         done = restore(candidate, target, now, manifest)

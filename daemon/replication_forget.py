@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from daemon.replication import ReplicaUrl, _run, litestream_env, replicas_of_config, socket_of_config
+from daemon.replication import ReplicaUrl, _run, litestream_env, replica_url_of, socket_of_config
 from engine.errors import StoreError
 from engine.store.lock import real_path
 
@@ -61,18 +61,13 @@ def config_file(environ: Mapping[str, str] = os.environ) -> Path:
 def replication_of(db: Path, config: Path) -> Replication | None:
     """How `db` is replicated by the litestream.yml at `config`, when it names the file and has a control socket
     that a Litestream process listens on; None otherwise."""
-    try:
-        text = config.read_text(encoding="utf-8")
-    except OSError:
+    url = replica_url_of(db, config)
+    if url is None:
         return None
-    socket = socket_of_config(text)
+    socket = socket_of_config(config.read_text(encoding="utf-8"))
     if socket is None or not socket.exists():
         return None
-    mine = real_path(db)
-    for path, url in replicas_of_config(text):
-        if real_path(path) == mine:
-            return Replication(mine, url, socket)
-    return None
+    return Replication(real_path(db), url, socket)
 
 
 def take_out(replication: Replication | None, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:

@@ -83,7 +83,7 @@ def calendar_triggers(settings: Settings) -> dict[str, CronTrigger]:
     m = settings.maintenance
     triggers = {CONSOLIDATE: CronTrigger(hour=settings.consolidation.cron_hour, minute=0, timezone=zone)}
     for kind, line in ((maintenance.SNAPSHOT, m.snapshot_cron), (maintenance.INTEGRITY, m.integrity_cron),
-                       (maintenance.RETENTION, m.retention_cron)):
+                       (maintenance.RETENTION, m.retention_cron), (maintenance.REPLICA_VERIFY, m.replica_verify_cron)):
         if line:
             triggers[kind] = CronTrigger.from_crontab(line, timezone=zone)
     return triggers

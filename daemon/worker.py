@@ -21,6 +21,7 @@ import uuid
 from typing import Any
 
 from daemon.component import DaemonContext
+from daemon.replica_verify import verify_replica
 from engine import jobs
 from engine.jobs import registry, runner, schedule
 from engine.store import connect
@@ -132,7 +133,7 @@ class Worker:
             return self._embedder
 
     def _run_sync(self, ctx: DaemonContext, job: jobs.Job) -> runner.RunResult:
-        runtime = registry.JobRuntime(ctx.settings, self._prepare(ctx), slow_seconds())
+        runtime = registry.JobRuntime(ctx.settings, self._prepare(ctx), slow_seconds(), replica_verifier=verify_replica)
         conn = connect(ctx.db_path)
         try:
             return runner.run(conn, job, runtime, ctx.clock.now, ctx.settings.jobs.backoff_s)

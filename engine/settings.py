@@ -182,6 +182,7 @@ class MaintenanceSettings:
     snapshot_keep: int = 7  # how many snapshots stay beside her file (<db>.snapshots/), the oldest go first
     integrity_cron: str = "45 4 * * sun"  # PRAGMA integrity_check of her file, weekly
     retention_cron: str = "15 4 * * *"  # trace points older than [life] trace_retention_days are dropped
+    replica_verify_cron: str = "0 5 * * sun"  # restore her Litestream replica aside and check it, weekly
     misfire_grace_s: float = 21600.0  # a firing missed by downtime runs once if the daemon is back within this
 
 
@@ -304,6 +305,7 @@ _RULES: dict[tuple[str, str], tuple[typing.Callable[[Any], bool], str]] = {
     ("maintenance", "snapshot_cron"): (lambda v: _is_crontab(v), 'a crontab line such as "30 4 * * *", or ""'),
     ("maintenance", "integrity_cron"): (lambda v: _is_crontab(v), 'a crontab line such as "45 4 * * sun", or ""'),
     ("maintenance", "retention_cron"): (lambda v: _is_crontab(v), 'a crontab line such as "15 4 * * *", or ""'),
+    ("maintenance", "replica_verify_cron"): (lambda v: _is_crontab(v), 'a crontab line such as "0 5 * * sun", or ""'),
     ("maintenance", "snapshot_keep"): (lambda v: 1 <= v <= 365, "an integer from 1 to 365"),
     ("maintenance", "misfire_grace_s"): (lambda v: 0 < v <= 7 * 86400, "seconds from 1 to 604800"),
     ("model", "timeout_s"): (lambda v: 0.1 <= v <= 3600, "a number of seconds from 0.1 to 3600"),

@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -36,6 +37,7 @@ class FakeModel:
         self.headers: list[dict[str, str]] = []
         self.runner: web.AppRunner | None = None
         self.url = ""
+        self.on_request: Callable[[], None] | None = None  # runs as each request arrives (e.g. fill her disk)
 
     def pieces(self) -> list[str]:
         """The reply in streamed pieces of up to 3 characters (a chunk may split a word)."""
@@ -45,6 +47,8 @@ class FakeModel:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
+        if self.on_request is not None:
+            self.on_request()
         if self.mode == "error":
             return web.json_response({"error": {"message": "boom"}}, status=500)
         if self.mode == "garbage":

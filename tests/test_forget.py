@@ -304,3 +304,46 @@ async def test_delete_route_forgets_ids_with_a_slash_lowers_the_indexer_watermar
         assert ASCII not in api.log.text() and ZH not in api.log.text()
     finally:
         await api.stop()
+
+
+def test_forget_removes_her_nightly_snapshots_and_queues_a_clean_one(tmp_path: Path) -> None:
+    from engine.jobs import maintenance, registry, runner
+
+    db = tmp_path / "anima.db"
+    built = build_history(db)
+    for night in range(2):
+        maintenance.take_snapshot(db, 1_800_000_000.0 + night * 86400, keep=7)
+    folder = maintenance.snapshot_folder(db)
+    assert all(leaked(p) for p in folder.glob("snapshot-*.db"))  # the copies hold the canary before
+    scratch = tmp_path / ".anima.db.verify-4242"  # a replica check killed half-way left its copy
+    scratch.mkdir()
+    (scratch / "anima.db").write_bytes(db.read_bytes())
+
+    done = run_anima("--db", str(db), "forget", "--turn", "t-canary", "--json")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["snapshots_removed"] == 2
+    assert not scratch.exists() and not list(folder.iterdir())
+    conn = connect(db)
+    try:
+        (job,) = [j for j in jobs.list_jobs(conn) if j["kind"] == maintenance.SNAPSHOT]
+        assert job["payload"] == {"trigger": "forget"} and job["status"] == "queued"
+        claimed = jobs.claim(conn, "w", 1_900_000_000.0, 60, job_id=job["id"])
+        assert claimed is not None
+        ran = runner.run(conn, claimed, registry.JobRuntime(Settings(), None), lambda: 1_900_000_000.0, [30.0])
+        assert ran.status == "done"
+    finally:
+        conn.close()
+    (fresh,) = folder.glob("snapshot-*.db")
+    assert leaked(fresh, built["vectors"]) == []
+
+
+def test_a_snapshot_taken_while_a_forget_commits_is_thrown_away(tmp_path: Path) -> None:
+    from engine.errors import StoreError
+    from engine.jobs import maintenance
+
+    db = tmp_path / "anima.db"
+    build_history(db)
+    generations = iter([3, 4])  # read before the copy, and after: a forget committed in between
+    with pytest.raises(StoreError, match="a forget ran while the snapshot was taken"):
+        maintenance.take_snapshot(db, 1_800_000_000.0, keep=7, generation=lambda: next(generations))
+    assert list(maintenance.snapshot_folder(db).iterdir()) == []

@@ -28,7 +28,7 @@ def conn(tmp_path: Path) -> Any:
 
 
 def test_the_registry_knows_consolidation_and_maintenance_and_names_the_known_kinds_for_an_unknown_one() -> None:
-    assert registry.kinds() == sorted([JOB_KIND, "integrity_check", "snapshot", "trace_retention"])
+    assert registry.kinds() == sorted([JOB_KIND, "integrity_check", "replica_verify", "snapshot", "trace_retention"])
     assert registry.handler_for(JOB_KIND) is registry.HANDLERS[JOB_KIND]
     with pytest.raises(registry.UnknownJobKindError, match=r"'reindex'.*consolidate"):
         registry.handler_for("reindex")

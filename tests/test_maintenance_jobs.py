@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from engine import jobs
+from engine.errors import DamagedStoreError
 from engine.jobs import maintenance, registry, runner
 from engine.settings import LifeSettings, MaintenanceSettings, Settings
 from engine.snapshot import verify
@@ -81,3 +82,29 @@ def test_trace_retention_drops_only_points_past_the_retention(conn: Any) -> None
     put_trace_point(conn, T0 - 29 * DAY, 0, 0, 0, 0.5, None)
     assert _run(conn, maintenance.RETENTION, T0, settings).report == {"pruned": 1}
     assert [r[0] for r in conn.execute("SELECT ts FROM mood_trace")] == [T0 - 29 * DAY]
+
+
+def test_the_replica_job_records_the_verifiers_report_and_fails_when_the_check_does(conn: Any, tmp_path: Path) -> None:
+    seen: list[tuple[Path, float]] = []
+
+    def good(db: Path, now: float) -> dict[str, Any]:
+        seen.append((db, now))
+        return {"replicated": True, "integrity": "ok"}
+
+    def bad(db: Path, now: float) -> dict[str, Any]:
+        raise DamagedStoreError("the copy restored from file:///r/her fails PRAGMA integrity_check")
+
+    def run(verifier: Any, now: float) -> runner.RunResult:
+        job_id = jobs.enqueue(conn, maintenance.REPLICA_VERIFY, {"trigger": "calendar"}, now)
+        job = jobs.claim(conn, "w", now, 60, job_id=job_id)
+        assert job is not None
+        return runner.run(conn, job, registry.JobRuntime(Settings(), None, replica_verifier=verifier),
+                          lambda: now, [30.0])
+
+    done = run(good, T0)
+    assert done.status == "done" and seen == [(tmp_path / "her.db", T0)]
+    assert jobs.get_job(conn, done.job_id)["result"] == {"replicated": True, "integrity": "ok"}
+    failed = run(bad, T0 + DAY)
+    assert failed.error is not None and "integrity_check" in str(failed.error)
+    assert jobs.get_job(conn, failed.job_id)["status"] == "queued"  # retried after its backoff, reason kept
+    assert run(None, T0 + 2 * DAY).report == {"replicated": None, "why": "no replica verifier here"}

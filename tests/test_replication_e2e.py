@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -34,7 +35,7 @@ from daemon.replication import (
     replica_positions,
 )
 from engine.companion import create_companion
-from engine.errors import ConfigError
+from engine.errors import ConfigError, InputError, StoreError
 from engine.snapshot import file_sha256, inspect
 from engine.store import connect
 from engine.store.core import get_companion, log_event, set_companion_handle
@@ -365,3 +366,36 @@ def test_kill_9_during_acknowledged_turns_loses_at_most_one_second(tmp_path: Pat
         assert missing == [t for t, _ in acked][len(acked) - len(missing):]  # only the newest ones, none in between
     else:
         assert missing == []  # litestream outlives the daemon: every acknowledged turn is in the WAL and shipped
+
+
+def test_the_weekly_replica_check_restores_aside_verifies_and_refuses_a_look_alike(tmp_path: Path) -> None:
+    from daemon.replica_verify import verify_replica
+
+    home = tmp_path / "companions"
+    home.mkdir()
+    mine = {h: make_companion(home / f"{h}.db", h, name=n) for h, n in (("a1", "安"), ("b2", "宁"))}
+    base = f"file://{tmp_path / 'replica'}"
+    environ = {**os.environ, "ANIMA_LITESTREAM_CONFIG": str(tmp_path / "litestream.yml")}
+    with replicating(tmp_path, [home], base):
+        for h in mine:
+            write_events(home / f"{h}.db", 20)
+            wait_shipped(home / f"{h}.db", parse_replica_url(base).child(h))
+        before = digests(home / "a1.db")
+        report = verify_replica(home / "a1.db", time.time(), environ)
+    assert report["replicated"] is True and report["integrity"] == "ok", report
+    assert report["replica"] == str(parse_replica_url(base).child("a1")) and report["lag_s"] == 0.0
+    assert digests(home / "a1.db") == before  # her file is only read
+    assert not [p for p in home.iterdir() if p.name.startswith(".") and "verify" in p.name]  # scratch removed
+    stray = tmp_path / "elsewhere.db"
+    make_companion(stray, "c3")
+    assert verify_replica(stray, time.time(), environ) == {"replicated": False, "config": str(tmp_path / "litestream.yml")}
+    # b2's replica where a1's should be: restorable and sound, but another companion.
+    replica = tmp_path / "replica"
+    shutil.rmtree(replica / "a1")
+    shutil.copytree(replica / "b2", replica / "a1")
+    with pytest.raises(InputError, match="is companion 'b2', not 'a1'"):
+        verify_replica(home / "a1.db", time.time(), environ)
+    shutil.rmtree(replica / "a1")
+    with pytest.raises(StoreError, match="litestream restore from .* failed"):
+        verify_replica(home / "a1.db", time.time(), environ)
+    assert not [p for p in home.iterdir() if p.name.startswith(".") and "verify" in p.name]

@@ -117,7 +117,7 @@ def test_the_calendar_runs_in_her_zone_and_an_empty_line_turns_a_job_off() -> No
     settings = Settings(life=LifeSettings(tz="Asia/Shanghai"), consolidation=ConsolidationSettings(cron_hour=3),
                         maintenance=MaintenanceSettings(integrity_cron=""))
     triggers = calendar_triggers(settings)
-    assert sorted(triggers) == sorted([CONSOLIDATE, maintenance.SNAPSHOT, maintenance.RETENTION])
+    assert sorted(triggers) == sorted([CONSOLIDATE, maintenance.SNAPSHOT, maintenance.RETENTION, maintenance.REPLICA_VERIFY])
     after = datetime(2026, 6, 10, 0, 0, tzinfo=UTC)
     at: Any = triggers[CONSOLIDATE].get_next_fire_time(None, after)
     assert at.astimezone(UTC) == datetime(2026, 6, 10, 19, 0, tzinfo=UTC)  # 03:00 in Shanghai

@@ -31,6 +31,7 @@ class JobRuntime:
     settings: Settings
     embedder: Any
     slow_s: float = 0.0  # ANIMA_TEST_SLOW_CONSOLIDATION: a pause between apply steps, so a kill can land mid-job
+    replica_verifier: maintenance.ReplicaVerifier | None = None  # the daemon's (daemon/replica_verify.py)
 
 
 Handler = Callable[[Any, Job, JobRuntime, float], dict[str, Any]]
@@ -57,6 +58,8 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     maintenance.SNAPSHOT: _maintenance(maintenance.run_snapshot),
     maintenance.INTEGRITY: _maintenance(maintenance.run_integrity_check),
     maintenance.RETENTION: _maintenance(maintenance.run_trace_retention),
+    maintenance.REPLICA_VERIFY: lambda conn, job, runtime, now: maintenance.run_replica_verify(
+        conn, job, runtime.settings, now, runtime.replica_verifier),
 })
 
 

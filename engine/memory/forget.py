@@ -112,6 +112,7 @@ class ForgetReport:
     injections: int = 0
     share_offers: int = 0
     jobs_scrubbed: int = 0
+    snapshots_removed: int = 0  # nightly snapshots beside her file (engine/usecases/forget.py)
     already_forgotten: bool = False
     wal_truncated: bool = False
     max_memory_id: int = 0  # for the daemon's indexer watermark (ids above it may be reused)
