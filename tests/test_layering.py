@@ -80,10 +80,6 @@ def q_calls_outside_store(files: Sources | None = None) -> list[str]:
     return found
 
 
-def route_imports_of_store(files: Sources | None = None) -> list[str]:
-    return _imports_of(files or sources("daemon/api/routes"), "engine.store")
-
-
 def job_kind_dispatch_outside_registry(files: Sources | None = None) -> list[str]:
     """`job.kind == …` comparisons (the old `if job.kind == JOB_KIND` dispatch) anywhere but the registry."""
     found = []
@@ -266,11 +262,6 @@ def test_only_engine_store_calls_q() -> None:
     assert not offenders, _report("q() outside engine/store", offenders)
 
 
-def test_routes_import_no_engine_store() -> None:
-    offenders = route_imports_of_store()
-    assert not offenders, _report("daemon/api/routes importing engine.store", offenders)
-
-
 def test_cli_and_api_import_no_engine_store() -> None:
     offenders = transport_imports_of_store()
     assert not offenders, _report("daemon/cli or daemon/api importing engine.store", offenders)
@@ -307,7 +298,7 @@ def test_the_scanners_find_each_kind_of_offence() -> None:
     assert engine_imports_of_daemon(one("engine/x.py", "import daemon.app")) == ["engine/x.py:1 imports daemon.app"]
     assert engine_imports_of_daemon(one("engine/x.py", "importlib.import_module('daemon.worker')"))
     assert engine_imports_of_daemon(one("engine/x.py", "import daemonic")) == []
-    assert route_imports_of_store(one("daemon/api/routes/x.py", "from engine import store"))
+    assert transport_imports_of_store(one("daemon/api/routes/x.py", "from engine import store"))
     assert q_calls_outside_store(one("daemon/x.py", "rows = conn.execute(q('get_job'))"))
     assert q_calls_outside_store(one("engine/store/x.py", "rows = conn.execute(q('get_job'))")) == []
     assert job_kind_dispatch_outside_registry(one("daemon/worker.py", "if job.kind == JOB_KIND: pass"))
