@@ -220,7 +220,10 @@ class Host:
             self._arm()
             mono = self.clock.monotonic()
             deadline = self._next_ping
-            if self.settings.daemon.watch_s > 0:
+            if self.settings.daemon.watch_s > 0 and not self._scanning():
+                # A watch due while the last scan still runs waits for that scan (its end sets _wake): else
+                # the deadline stays in the past and this loop spins without yielding, starving the scan
+                # itself (a companion's close under load never finished, and neither did anything else).
                 deadline = min(deadline, self._next_watch)
             wait = deadline - mono
             if wait > 0:
@@ -228,6 +231,8 @@ class Host:
                     async with asyncio.timeout(wait):
                         await self._wake.wait()
                 self._wake.clear()
+            else:
+                await asyncio.sleep(0)  # whatever is due, the loop's other work gets its turn first
         self._timers_on = False
         if self._timer is not None:
             self._timer.cancel()
@@ -235,6 +240,9 @@ class Host:
         if self._watching is not None:
             with contextlib.suppress(Exception):
                 await self._watching  # a scan half-way opens what it started; shutdown closes it
+
+    def _scanning(self) -> bool:
+        return self._watching is not None and not self._watching.done()
 
     def _arm(self) -> None:
         """Set the one beat timer for the earliest due companion (loop.call_at: no coroutine step per beat)."""
@@ -272,10 +280,11 @@ class Host:
             self._next_ping = mono + self.settings.heartbeat.interval_s
             self.notifier.notify("WATCHDOG=1", f"STATUS={self.status_line()}")
         watch_s = self.settings.daemon.watch_s
-        if watch_s > 0 and mono >= self._next_watch and (self._watching is None or self._watching.done()):
+        if watch_s > 0 and mono >= self._next_watch and not self._scanning():
             self._next_watch = mono + watch_s
             if background:
                 self._watching = asyncio.ensure_future(self._watch_scan())
+                self._watching.add_done_callback(lambda _: self._wake.set())
             else:
                 await self._watch_scan()
         if background and mono >= self._next_trim and (self._trimming is None or self._trimming.done()):

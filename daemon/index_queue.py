@@ -15,6 +15,7 @@ reads and writes on her DB lane and embeds on the one indexing thread here, at i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 from daemon.logs import get_logger
 from daemon.priority import InteractiveGate
 
+STOP_WAIT_S = 3.0  # the longest a stop waits for the batch in flight
 MAX_YIELD_S = 2.0  # under sustained chat load the indexer still runs a batch at least every 2 s
 INDEXER_NICE = 10
 
@@ -111,11 +113,19 @@ class IndexQueue:
             if more and not member.stopping:
                 self.waiting.setdefault(member, None)  # to the back of the line
 
-    async def stop(self) -> None:
-        """End the loop after the batch in flight (at most one embedding call and one short write)."""
+    async def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """End the loop after the batch in flight (one embedding call and one short write), waiting at most
+        `wait_s`: an idle-priority embedding starved by a busy machine must not hold up a stop (the batch
+        then writes nothing and its rows stay pending for the next start)."""
         self.stopping = True
         self.woken.set()
         if self.task is not None:
-            await self.task
-            self.task = None
+            task, self.task = self.task, None
+            try:
+                async with asyncio.timeout(wait_s):
+                    await asyncio.shield(task)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         self.executor.shutdown(wait=False)

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from daemon.component import DaemonContext
-from daemon.index_queue import IndexQueue
+from daemon.index_queue import STOP_WAIT_S, IndexQueue
 from daemon.priority import gate_of
 from engine.memory import recall, vector_index
 from engine.memory.embed import make_embedder
@@ -157,11 +157,19 @@ class VectorIndexer:
         return True
 
     async def stop(self) -> None:
-        """Leave the queue; wait for her batch in flight (at most one embedding call and one short write)."""
+        """Leave the queue; wait for her batch in flight (one embedding call and one short write), bounded.
+
+        The embedding runs at idle CPU priority (daemon/index_queue.py), so on a machine busy with
+        other work it may not get the CPU for as long as that lasts: a stop (a `.stop` marker, a
+        shutdown) must not wait for it. Past STOP_WAIT_S the batch is left behind: it writes nothing
+        once `stopping` is set, and its rows stay pending for her next start.
+        """
         self.stopping = True
         self.queue.forget(self)
         if self._batch is not None:
-            await asyncio.shield(self._batch)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STOP_WAIT_S):
+                    await asyncio.shield(self._batch)
         if self._owns_queue:
             await self.queue.stop()
 

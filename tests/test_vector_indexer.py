@@ -199,3 +199,25 @@ def test_cli_ingest_defer_embedding_then_reembed_pending(tmp_path: Path, capsys:
     assert f"embedded {summary['new_memories']} pending memories" in capsys.readouterr().out
     conn = connect(db)
     assert count_pending(conn) == 0 and count(conn, "mem_embedding") == summary["new_memories"]
+
+
+async def test_a_stop_does_not_wait_for_a_batch_that_cannot_get_the_cpu(tmp_path: Path) -> None:
+    """The indexer embeds at idle priority: on a busy machine its batch may not run for as long as the load
+    lasts (a `.stop` once waited 20 s and more for it). The gate stands for that CPU: closed until after the stop."""
+    api = await ApiHarness(tmp_path).start()
+    model = GatedEmbedder()
+    memory = MemoryComponent(embedder=model)
+    assert api.ctx is not None
+    await memory.start(api.ctx)
+    try:
+        status, _ = await api.call("POST", "/v1/turns", turn("t1", "下周去上海面试", "我陪你准备"))
+        assert status == 200
+        while model.calls == 0:  # the indexer has taken the batch and is embedding it
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(memory.stop(api.ctx), 20)  # returns with the model still blocked
+        assert not model.gate.is_set()
+    finally:
+        model.gate.set()
+    await asyncio.sleep(0.2)  # the left-behind batch finishes its embedding now ...
+    assert await api.db(count_pending) == 2  # ... and writes nothing: her rows wait for the next start
+    await api.stop()
