@@ -105,7 +105,7 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
                                  _chat_embedder(settings) if turns else None)
             rows, events = life_between(conn, start, stop)
             if target is not None:
-                _backup(conn, target)
+                copy_into_new(conn, target)  # the finished run, into the new private file
             if plot:
                 from daemon.plot import draw_life, note_missing_font
 
@@ -172,11 +172,6 @@ def day_progress(stream: Any = None, every_s: float = 1.0,
         out.flush()
 
     return show
-
-
-def _backup(conn: Any, target: Path) -> None:
-    """Copy the finished run into the new file `target` (created private, like every database file)."""
-    copy_into_new(conn, target)
 
 
 @contextmanager
