@@ -100,6 +100,12 @@ def transport_imports_of_store(files: Sources | None = None) -> list[str]:
     return _imports_of(files or sources("daemon/cli", "daemon/api"), "engine.store")
 
 
+def api_imports_of_cli(files: Sources | None = None) -> list[str]:
+    """The API serves; the CLI may be its client (it finds her socket through daemon/api/listen.py), never
+    the other way round: what both need (replication lags) sits below both."""
+    return _imports_of(files or sources("daemon/api"), "daemon.cli")
+
+
 # What engine/store may import of engine: leaves that import nothing else of engine (checked below), so the
 # store stays the bottom layer: the error hierarchy, and the switch registry (names, defaults, value checks).
 STORE_MAY_IMPORT = ("engine.store", "engine.errors", "engine.control")
@@ -267,6 +273,11 @@ def test_cli_and_api_import_no_engine_store() -> None:
     assert not offenders, _report("daemon/cli or daemon/api importing engine.store", offenders)
 
 
+def test_the_api_imports_nothing_of_the_cli() -> None:
+    offenders = api_imports_of_cli()
+    assert not offenders, _report("daemon/api importing daemon/cli", offenders)
+
+
 def test_engine_store_imports_nothing_of_the_domain() -> None:
     offenders = store_imports_of_engine()
     assert not offenders, _report("engine/store importing the domain", offenders)
@@ -305,6 +316,7 @@ def test_the_scanners_find_each_kind_of_offence() -> None:
     assert job_kind_dispatch_outside_registry(one("engine/jobs/registry.py", "if job.kind == K: pass")) == []
     assert transport_imports_of_store(one("daemon/cli/x.py", "from engine.store.core import get_companion"))
     assert transport_imports_of_store(one("daemon/api/x.py", "from engine.usecases import share")) == []
+    assert api_imports_of_cli(one("daemon/api/metrics.py", "def f():\n    from daemon.cli.cmd_replication import x"))
     assert store_imports_of_engine(one("engine/store/x.py", "from engine.share import Candidate"))
     assert store_imports_of_engine(one("engine/store/x.py", "from engine.errors import StoreError")) == []
     circle = [("daemon/a.py", ast.parse("from daemon import b")),

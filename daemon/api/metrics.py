@@ -83,7 +83,7 @@ class ApiMetrics:
     async def _replication_lags(self) -> dict[str, float | None]:
         """{companion: lag_s} of the files the litestream.yml names ($ANIMA_LITESTREAM_CONFIG or the default
         path), cached REPLICATION_TTL_S; {} without replication."""
-        from daemon.cli.cmd_replication import config_path
+        from daemon.replication_status import config_path
 
         path = config_path(None)
         now = time.monotonic()
@@ -97,7 +97,7 @@ class ApiMetrics:
 
 
 def _replication_rows(path: Path) -> dict[str, float | None]:
-    from daemon.cli.cmd_replication import replication_rows
+    from daemon.replication_status import replication_rows
 
     try:
         return {str(row["companion"]): row.get("lag_s") for row in replication_rows(path)}

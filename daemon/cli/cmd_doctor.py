@@ -272,7 +272,8 @@ def check_units(env: CliEnv, unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> list[Ch
 
 def check_replication(config: Path, folder: Path | None = None) -> list[Check]:
     """The replication lag of every companion of the litestream.yml (anima replication status, one line each)."""
-    from daemon.cli.cmd_replication import LAG_WARN_S, replication_rows
+    from daemon.cli.cmd_replication import LAG_WARN_S
+    from daemon.replication_status import replication_rows
 
     if not config.exists():
         return [_check("replication", "skip", f"no {config}: replication not set up (anima replication config)")]
@@ -350,7 +351,7 @@ def run_checks(env: CliEnv) -> list[Check]:
 
 
 def handle(args: argparse.Namespace, env: CliEnv, runner: Callable[[CliEnv], list[Check]] = run_checks) -> int:
-    from daemon.cli.cmd_replication import config_path
+    from daemon.replication_status import config_path
 
     folder = Path(args.dir) if getattr(args, "dir", None) else None
     checks = runner(env) + check_replication(config_path(getattr(args, "litestream_config", None)), folder)
