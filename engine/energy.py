@@ -257,8 +257,8 @@ def crossing(s: float, start: float, params: EnergyParams, *, asleep: bool, limi
     """First instant after `start` when S meets the threshold for its state (H+ awake, H- asleep).
 
     Found on a 5-minute grid then refined linearly; the thresholds move slowly, so this is
-    accurate to seconds. The loop is the gap to `thresholds` and `step_s` written out (the same arithmetic: the grid step's
-    exponential is the same at every step, so it is taken once); a day computes a few of these.
+    accurate to seconds. The loop is the gap to `thresholds` and `step_s` written out (the same arithmetic:
+    the grid step's exponential is the same at every step, so it is taken once); a day computes a few of these.
     """
     if not step_s_ > 0:   # a grid that does not move would never end
         raise InputError(f"crossing needs a grid step > 0 s, got {step_s_}")

@@ -80,7 +80,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
             raise result.error
         report = result.report
         note_cli_write(conn, env.clock.now(), "consolidate", job_id=job.id,  # counts: the daemon logs it
-                     added=report.get("added"), merged=report.get("merged"), superseded=report.get("superseded"))
+                       added=report.get("added"), merged=report.get("merged"), superseded=report.get("superseded"))
     finally:
         conn.close()
     report = {"job_id": job.id, **report}

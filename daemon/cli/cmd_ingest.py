@@ -31,8 +31,8 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
                                      embed=not args.defer_embedding)
             # Counts only: the daemon logs it as history.ingested (the CLI has no log of its own).
             note_cli_write(conn, env.clock.now(), "ingest", turns=summary["turns"],
-                         messages=summary["messages"], new_memories=summary["new_memories"],
-                         vectors_pending=summary["vectors_pending"])
+                           messages=summary["messages"], new_memories=summary["new_memories"],
+                           vectors_pending=summary["vectors_pending"])
         finally:
             conn.close()
     if args.json:

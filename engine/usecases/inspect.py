@@ -1,4 +1,4 @@
-"""Reading her file for an operator (`anima status`, `anima doctor`): who she is, what her daemon last recorded, soundness.
+"""Her file read for an operator (`anima status`, `anima doctor`): who she is, her daemon's last record, soundness.
 
 Nothing here writes: these are the reads the inspection commands show, so those commands reach no
 engine.store of their own (tests/test_layering.py).
