@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -228,6 +230,20 @@ def package_order_breaks(graph: dict[str, dict[str, int]] | None = None) -> list
     return found
 
 
+def package_graph(graph: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The module graph folded to engine's top-level packages and modules (engine.memory, engine.settings ...)."""
+    folded: dict[str, dict[str, int]] = {}
+    for module, edges in graph.items():
+        if not _is(module, "engine"):
+            continue
+        here = ".".join(module.split(".")[:2])
+        for target, line in edges.items():
+            there = ".".join(target.split(".")[:2])
+            if _is(target, "engine") and there != here and target != "engine":
+                folded.setdefault(here, {}).setdefault(there, line)
+    return folded
+
+
 SWITCH_HOLDERS = ("controls", "switches")
 
 
@@ -292,6 +308,13 @@ def test_no_import_cycle_among_modules() -> None:
     assert not offenders, _report("import cycles", offenders)
 
 
+@pytest.mark.xfail(strict=True, reason="engine.settings validates [life] city through engine.life.place, and "
+                   "engine.life.state reads engine.settings: the city check moves with the home work (i24b)")
+def test_no_import_cycle_among_engine_packages() -> None:
+    offenders = import_cycles(package_graph(import_graph()))
+    assert not offenders, _report("import cycles among engine's packages", offenders)
+
+
 def test_memory_consolidation_and_jobs_import_in_one_direction() -> None:
     offenders = package_order_breaks()
     assert not offenders, _report(f"imports against {' < '.join(PACKAGE_ORDER)}", offenders)
@@ -325,6 +348,10 @@ def test_the_scanners_find_each_kind_of_offence() -> None:
     assert import_cycles(import_graph(circle)) == [
         "3 modules: daemon.a:1 -> daemon.b; daemon.b:2 -> daemon.c; daemon.c:2 -> daemon.a"]
     assert import_cycles(import_graph(circle[:2] + circle[3:])) == []
+    folded = package_graph({"engine.life.state": {"engine.settings": 25}, "engine.settings": {"engine.life.place": 9},
+                            "daemon.app": {"engine.life": 3}})
+    assert folded == {"engine.life": {"engine.settings": 25}, "engine.settings": {"engine.life": 9}}
+    assert import_cycles(folded) == ["2 modules: engine.life:25 -> engine.settings; engine.settings:9 -> engine.life"]
     assert package_order_breaks({"engine.memory.forget": {"engine.consolidate.plan": 3}}) == [
         "engine.memory.forget:3 imports engine.consolidate.plan"]
     assert package_order_breaks({"engine.jobs.registry": {"engine.consolidate.run": 3}}) == []
