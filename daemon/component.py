@@ -16,13 +16,47 @@ from typing import TYPE_CHECKING, Any, Protocol
 from daemon.clock import Clock
 from daemon.db import AsyncStore
 from engine.control import Switches
+from engine.memory.indexer import Drain
 from engine.persona import Persona
 from engine.settings import Settings
+from engine.store.types import Conn
 
 if TYPE_CHECKING:
-    from daemon.companion_beat import ApiSteps, JobSlots
-    from daemon.memory_component import VectorIndexer
     from daemon.priority import InteractiveGate
+
+
+class JobSlots(Protocol):
+    """The job worker as a beat sees it (daemon/worker.py: Worker in single-file mode, SharedWorker in a host)."""
+
+    @property
+    def owner(self) -> str: ...
+
+    def has_room(self, handle: str | None) -> bool: ...
+
+    def start_job(self, handle: str | None, ctx: DaemonContext, job: Any) -> None: ...
+
+
+class ApiSteps(Protocol):
+    """The API's share of a beat (daemon/api/server.ApiBeat): read her token digests, hand them to the token book."""
+
+    def step(self, conn: Conn) -> Any: ...
+
+    def apply(self, handle: str | None, ctx: DaemonContext, digests: Any) -> None: ...
+
+
+class VectorIndexing(Protocol):
+    """Her lagging-vector indexer as the API and the beat see it (daemon/memory_component.VectorIndexer,
+    which imports this module, so it is named here by what it does)."""
+
+    drain: Drain  # her watermark: memories below drain.indexed_upto have their vectors
+    fresh: Any  # FreshEmbeddings: vectors a context request embeds itself, shared with the batch in flight
+
+    def wake(self) -> None: ...
+
+    def may_have_pending(self) -> bool: ...
+
+    def pending(self, conn: Conn) -> int: ...
+
 
 
 @dataclass
@@ -46,7 +80,7 @@ class DaemonContext:
     last_beat_before_start: float | None = None  # her last beat before this start (recovery), for the life part
     status_summary: str = ""  # her state in a few words for systemd's STATUS= (the life step keeps it)
     embedder: Any = None  # the memory part: the one model handle (engine.memory.embed.Embedder)
-    vector_indexer: VectorIndexer | None = None  # the memory part: fills lagging vectors, woken after a turn
+    vector_indexer: VectorIndexing | None = None  # the memory part: fills lagging vectors, woken after a turn
     interactive_gate: InteractiveGate | None = None  # background embedding yields to replies (daemon/priority.py)
     forget_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one forget of hers at a time
     worker: JobSlots | None = None  # the worker part (single-file mode): claims and runs her jobs

@@ -44,11 +44,6 @@ class Notifier:
             return None  # not ours to judge: systemd always writes digits
         return value if value > 0 else None
 
-    def watchdog_interval_s(self) -> float | None:
-        """Half of WATCHDOG_USEC (systemd's advice), when the watchdog is on for this process."""
-        usec = self.watchdog_usec()
-        return None if usec is None else usec / 2_000_000
-
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()

@@ -114,8 +114,8 @@ class Worker:
         model of its own when the daemon runs without that part; warmed with the lineage prototypes."""
         with self._prepare_lock:
             if self._embedder is None:
-                from engine.consolidate.lineage import LineageMatcher
                 from engine.memory.embed import make_embedder
+                from engine.memory.lineage import LineageMatcher
 
                 embedder = ctx.embedder or make_embedder(ctx.settings.memory)
                 LineageMatcher(embedder)  # embeds and caches the prototype sentences

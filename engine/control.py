@@ -94,8 +94,8 @@ class Switches:
         return asdict(self)
 
     def legacy(self) -> dict[str, Any]:
-        """`as_dict()` plus every old name, for readers not yet converted to Switches (they still ask for
-        "heartbeat"): engine/inner.py, engine/day.py and the job worker read a dict today."""
+        """`as_dict()` plus every old name ("heartbeat" beside "mood_step"): what `anima status` shows, and
+        the daemon context's `controls` view kept for old callers; no engine code reads a switch from it."""
         values = self.as_dict()
         return {**values, **{alias: values[name] for alias, name in ALIASES.items()}}
 

@@ -257,8 +257,8 @@ def crossing(s: float, start: float, params: EnergyParams, *, asleep: bool, limi
     """First instant after `start` when S meets the threshold for its state (H+ awake, H- asleep).
 
     Found on a 5-minute grid then refined linearly; the thresholds move slowly, so this is
-    accurate to seconds. The loop is `_gap` and `step_s` written out (the same arithmetic: the grid step's
-    exponential is the same at every step, so it is taken once); a day computes a few of these.
+    accurate to seconds. The loop is the gap to `thresholds` and `step_s` written out (the same arithmetic:
+    the grid step's exponential is the same at every step, so it is taken once); a day computes a few of these.
     """
     if not step_s_ > 0:   # a grid that does not move would never end
         raise InputError(f"crossing needs a grid step > 0 s, got {step_s_}")
@@ -288,11 +288,6 @@ def crossing(s: float, start: float, params: EnergyParams, *, asleep: bool, limi
             return t + step_s_ * min(1.0, max(0.0, frac))
         t, cur, prev_gap = t + step_s_, nxt, gap
     return end
-
-
-def _gap(s: float, t: float, params: EnergyParams, asleep: bool) -> float:
-    h_plus, h_minus = thresholds(t, params)
-    return (h_minus - s) if asleep else (s - h_plus)
 
 
 def spin_up(now: float, params: EnergyParams, days: float = 3.0) -> Energy:

@@ -8,7 +8,6 @@ them in one transaction each. `inner_snapshot` never contains life-event text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -40,12 +39,11 @@ JUMP_IS_GAP_S = 300.0
 
 
 def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: float,
-               switches: Switches | Mapping[str, Any], *, forecast_next: bool = True,
+               switches: Switches, *, forecast_next: bool = True,
                summary: bool = True) -> dict[str, Any]:
     """One heartbeat: step mood/energy (switch 'mood_step') and the activity machine (switch 'life') to now.
 
-    `switches` is this beat's typed Switches; a mapping of stored values (current or old names) is read
-    through the registry's defaults, so a caller never repeats a default. `forecast_next=False` (simulation)
+    `switches` is this beat's typed Switches (read once for its transaction). `forecast_next=False` (simulation)
     skips the forecast of what follows each activity: the same life, without its "next" preview.
     `summary=False` (simulation) leaves out the mood summary, which nobody reads mid-run ("mood" is None).
 
@@ -54,8 +52,7 @@ def step_inner(conn: Any, settings: Settings, persona: Persona | None, now: floa
     and label, as in inner_snapshot)}. A clock that went backwards steps nothing (dt = 0) and re-anchors her
     time at `now`; the caller logs it.
     """
-    on = switches if isinstance(switches, Switches) else Switches.from_stored(switches)
-    heartbeat_on, life_on = on.mood_step, on.life
+    heartbeat_on, life_on = switches.mood_step, switches.life
     ctx = context(settings, persona, forecast_next=forecast_next)
     events: list[int] = []
     with transaction(conn):

@@ -149,25 +149,13 @@ def _cap(x: float) -> float:
     return max(-LATENT_CAP, min(LATENT_CAP, x))
 
 
-def relax_layers(e0: float, m0: float, target: float, dt_s: float, emotion_half_life_h: float,
-                 mood_half_life_h: float, gain: float) -> tuple[float, float]:
-    """(e, m) after dt seconds of the two-layer system, exact (see the module docstring)."""
-    alpha = LN2 / (emotion_half_life_h * HOUR)
-    beta = LN2 / (mood_half_life_h * HOUR)
-    fa, fb = math.exp(-alpha * dt_s), math.exp(-beta * dt_s)
-    k = gain * alpha
-    # equal rates: the limit k e0 t exp(-alpha t) (the general form divides by ~0 there)
-    near = abs(alpha - beta) < 1e-9 * alpha
-    fed = k * e0 * dt_s * fa if near else k * e0 * (fb - fa) / (alpha - beta)
-    return e0 * fa, target + (m0 - target) * fb + fed
-
-
 def relax(mood: Mood, now: float, params: MoodParams) -> Mood:
     """Let emotions fade into the mood and the mood toward baseline + tone over now - mood.at (no-op if not later)."""
     dt_s = now - mood.at
     if dt_s <= 0:
         return mood
-    # relax_layers for the three dimensions, written out: the emotion rate is shared, so its exponential is
+    # The exact two-layer solution (module docstring) for the three dimensions: the emotion rate is shared,
+    # so its exponential is
     # computed once (this runs at every heartbeat and ~100k times in a simulated year); same arithmetic.
     alpha = LN2 / (params.emotion_half_life_min * MINUTE / HOUR * HOUR)
     fa = math.exp(-alpha * dt_s)

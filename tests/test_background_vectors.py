@@ -103,8 +103,7 @@ def test_first_callers_at_once_embed_the_lines_once() -> None:
 
 def test_first_callers_at_once_build_one_lineage_matcher(monkeypatch: pytest.MonkeyPatch) -> None:
     """The daemon warms the lineage prototypes in a thread; a reply needing them meanwhile waits for that build."""
-    from engine.consolidate import lineage
-    from engine.memory import recall
+    from engine.memory import lineage, recall
 
     monkeypatch.setattr(recall, "_MATCHERS", {})
     monkeypatch.setattr(lineage, "_PROTOTYPE_CACHE", {})

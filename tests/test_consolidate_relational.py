@@ -23,7 +23,7 @@ from engine.consolidate.validate import Limits, PlanRejected
 from engine.errors import ConfigError
 from engine.memory.ingest import TurnInput, record_turn
 from engine.settings import Settings
-from engine.store.core import controls
+from engine.store.core import read_switches
 from engine.store.queries import q
 from tests.conftest import run_anima
 from tests.memory_helpers import add_life_event, embedder, fresh_db
@@ -34,7 +34,7 @@ def say(conn, turn: str, user: str, day: int, reply: str = "嗯。") -> None:
 
 
 def run(conn, now: float = 1.0) -> dict:
-    return consolidate_once(conn, embedder(), Settings(), controls(conn), now)
+    return consolidate_once(conn, embedder(), Settings(), read_switches(conn), now)
 
 
 def kinds(rows: list[dict]) -> list[tuple[str, str]]:
@@ -163,7 +163,7 @@ def test_an_invalid_relational_plan_is_rejected_and_falls_back_to_appending(tmp_
     settings = Settings()
     tight = replace(settings, consolidation=replace(settings.consolidation, max_retire_fraction=0.0,
                                                     min_retire_allowance=0))
-    report = consolidate_once(conn, embedder(), tight, controls(conn), 2.0)
+    report = consolidate_once(conn, embedder(), tight, read_switches(conn), 2.0)
     assert report["fallback"] and any(r.startswith("relations:") for r in report["rejections"])
     assert [r for r in list_relations(conn, include_history=True) if r["id"] == old["id"]] == [old]
     assert len(list_relations(conn)) == 2

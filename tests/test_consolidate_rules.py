@@ -8,12 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.consolidate.gate import Episode, gate_reason, group_near_duplicates, is_question
-from engine.consolidate.lineage import LineageMatcher, choose_key, parse_vocabulary, vocabulary
 from engine.consolidate.operator_rules import rules_plan
-from engine.consolidate.plan import Candidate, Entry, Operation, Plan, same_fact, statement_for
+from engine.consolidate.plan import Candidate, Entry, Operation, Plan, same_fact
 from engine.consolidate.run import rounds_of
 from engine.consolidate.validate import Limits, PlanRejected, retire_allowance, validate_plan
 from engine.errors import ConfigError
+from engine.memory.lineage import LineageMatcher, choose_key, parse_vocabulary, vocabulary
+from engine.memory.statement import statement_for
 from tests.memory_helpers import embedder
 
 

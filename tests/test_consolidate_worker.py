@@ -89,8 +89,7 @@ async def context(db: Path, **consolidation: Any) -> DaemonContext:
     settings = replace(Settings(), jobs=JobSettings(poll_s=0.05, lease_s=30.0, backoff_s=[0.0]),
                        consolidation=ConsolidationSettings(min_new_episodes=0, **consolidation))
     store = await AsyncStore(db).open()
-    return DaemonContext(settings=settings, db_path=db, clock=FakeClock(T0), store=store, log=Log(),
-                         controls={"consolidation": True, "model_operator": True})
+    return DaemonContext(settings=settings, db_path=db, clock=FakeClock(T0), store=store, log=Log())
 
 
 async def wait_done(ctx: DaemonContext, job_id: int, timeout: float = 30) -> dict[str, Any]:

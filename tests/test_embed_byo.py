@@ -109,10 +109,10 @@ def test_switching_models_needs_reembed_and_recall_then_runs_on_the_new_vectors(
     settings = byo_settings(endpoint.url)
     byo = make_embedder(settings)
     with pytest.raises(StoreError, match="anima reembed"):
-        recall(conn, byo, "我家猫叫什么", settings=settings, controls=ON, now=NOW)
+        recall(conn, byo, "我家猫叫什么", settings=settings, switches=ON, now=NOW)
     assert reembed(conn, byo, NOW).memories == 3
     endpoint.requests.clear()
-    result = recall(conn, byo, "我家的猫叫什么名字", settings=settings, controls=ON, now=NOW)
+    result = recall(conn, byo, "我家的猫叫什么名字", settings=settings, switches=ON, now=NOW)
     assert result.hits and result.hits[0].turn_id == "t1"
     assert any(r["body"]["input"] == ["query: 我家的猫叫什么名字"] for r in endpoint.requests)
     stored = conn.execute("SELECT name, dim FROM embedding_model").fetchone()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,12 @@ from daemon.api import validation
 from daemon.cli import main as cli_main
 from engine.consolidate.facts_recall import fact_hits
 from engine.consolidate.run import consolidate_once
+from engine.control import Switches
 from engine.memory.context import build_block
 from engine.memory.ingest import TurnInput, record_turn
 from engine.memory.recall import recall
 from engine.settings import Settings
-from engine.store.core import controls
+from engine.store.core import read_switches
 from tests.memory_helpers import SETTINGS, embedder, fresh_db
 
 MOVED = "我搬到了闵行，离医院近一点"
@@ -30,18 +32,18 @@ def db(tmp_path: Path) -> Path:
     conn = fresh_db(path)
     record_turn(conn, embedder(), TurnInput("d06", "我住在上海徐汇", "嗯。", "2026-06-16T22:00:00+08:00"), 0)
     record_turn(conn, embedder(), TurnInput("d18", MOVED, "嗯。", "2026-07-22T22:00:00+08:00"), 0)
-    consolidate_once(conn, embedder(), Settings(), controls(conn), 1)
+    consolidate_once(conn, embedder(), Settings(), read_switches(conn), 1)
     conn.close()
     return path
 
 
-def facts_on(conn: Any) -> dict[str, Any]:
-    return {**controls(conn), "memory_facts": True}
+def facts_on(conn: Any) -> Switches:
+    return replace(read_switches(conn), memory_facts=True)
 
 
 def test_fact_hit_json_has_its_own_id_and_matches_the_contract(db: Path) -> None:
     conn = fresh_db(db)
-    result = recall(conn, embedder(), QUESTION, settings=SETTINGS, controls=facts_on(conn), now=2,
+    result = recall(conn, embedder(), QUESTION, settings=SETTINGS, switches=facts_on(conn), now=2,
                     extra_sources=(fact_hits,))
     facts = [h.to_json() for h in result.hits if h.source == "fact"]
     assert facts, "consolidation should have made the move a fact"
@@ -59,7 +61,7 @@ def test_fact_hit_json_has_its_own_id_and_matches_the_contract(db: Path) -> None
 
 def test_a_fact_and_its_evidence_turn_are_cited_once(db: Path) -> None:
     conn = fresh_db(db)
-    result = recall(conn, embedder(), QUESTION, settings=SETTINGS, controls=facts_on(conn), now=2, budget=2000,
+    result = recall(conn, embedder(), QUESTION, settings=SETTINGS, switches=facts_on(conn), now=2, budget=2000,
                     extra_sources=(fact_hits,))
     sources = {(h.source, h.turn_id) for h in result.hits}
     assert ("fact", "d18") in sources and ("chat", "d18") in sources  # both were found ...

@@ -14,6 +14,7 @@ from engine import feelings as feel
 from engine import mood as mood_model
 from engine.appraisal import read_events
 from engine.companion import create_companion
+from engine.control import Switches
 from engine.errors import ConfigError
 from engine.inner import appraise_turn, inner_snapshot, resume_after_gap, step_inner
 from engine.life.machine import _felt, retarget, unsettled
@@ -26,7 +27,7 @@ from engine.store.core import get_companion
 
 TZ = ZoneInfo("Asia/Shanghai")
 START = datetime(2025, 3, 3, 6, 0, tzinfo=TZ).timestamp()
-ON = {"heartbeat": True, "life": True}
+ON = Switches.defaults()  # every switch on
 S = Settings()
 DAY = 86400.0
 GRIEF = "我外婆今天下午走了…我一直在哭"

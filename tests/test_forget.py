@@ -20,6 +20,7 @@ from engine.consolidate import facts_recall
 from engine.consolidate.facts_recall import fact_hits, list_facts
 from engine.consolidate.relational import list_relations
 from engine.consolidate.run import consolidate_once
+from engine.control import Switches
 from engine.errors import InputError, NotFoundError
 from engine.memory import forget as forgetting
 from engine.memory import vector_index
@@ -29,7 +30,7 @@ from engine.memory.recall import recall
 from engine.settings import Settings
 from engine.snapshot import table_digests
 from engine.store import connect
-from engine.store.core import controls, events
+from engine.store.core import events, read_switches
 from engine.store.queries import q
 from tests.conftest import run_anima
 from tests.memory_helpers import SETTINGS, add_life_event, embedder, fresh_db
@@ -40,7 +41,7 @@ CANARY_USER = f"我搬到了闵行{ASCII}，住在{ZH}"
 CANARY_REPLY = f"闵行的{ZH}听起来好温馨"
 # Everything the canary turn could leave behind: the words, the lower-cased FTS term, every CJK bigram.
 NEEDLES = [ASCII, ASCII.lower(), ZH, *{ZH[i:i + 2] for i in range(len(ZH) - 1)}]
-FACTS_ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memory_facts": True}
+FACTS_ON = Switches.defaults()  # recall with facts joining
 
 
 def say(conn: Any, turn: str, user: str, day: int, reply: str = "嗯。") -> None:
@@ -48,11 +49,11 @@ def say(conn: Any, turn: str, user: str, day: int, reply: str = "嗯。") -> Non
 
 
 def consolidate(conn: Any, now: float = 1.0) -> dict[str, Any]:
-    return consolidate_once(conn, embedder(), Settings(), controls(conn), now)
+    return consolidate_once(conn, embedder(), Settings(), read_switches(conn), now)
 
 
 def ask(conn: Any, query: str, now: float = 2_000_000_000.0) -> Any:
-    return recall(conn, embedder(), query, settings=SETTINGS, controls=FACTS_ON, now=now, budget=600,
+    return recall(conn, embedder(), query, settings=SETTINGS, switches=FACTS_ON, now=now, budget=600,
                   extra_sources=(fact_hits,))
 
 

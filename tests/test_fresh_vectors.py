@@ -124,7 +124,7 @@ def test_a_keyword_match_waiting_for_its_vector_is_not_hidden_by_vectored_hits(t
     record_turn(conn, model, TurnInput("indexed", "上海面试", "加油", "2026-05-01T10:00:00+08:00"), NOW)
     record_turn(conn, model, TurnInput("waiting", "下周还要去上海面试，有点怕", "别怕", "2026-05-02T10:00:00+08:00"),
                 NOW, embed=False)
-    result = recall(conn, model, "上海面试", settings=SETTINGS, controls=ON, now=NOW)
+    result = recall(conn, model, "上海面试", settings=SETTINGS, switches=ON, now=NOW)
     turns = [h.turn_id for h in result.hits]
     assert turns[0] == "indexed" and result.mode == "hybrid"  # a vectored hit passed the floor on its own
     assert "waiting" in turns and "waiting" in result.context  # ... and the unembedded turn is still there

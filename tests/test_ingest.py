@@ -1,5 +1,7 @@
 """Ingest: one transaction per turn, idempotent by (turn_id, role), user-only turns, bad input refused, anti-loop."""
 
+from dataclasses import replace
+
 import pytest
 
 from engine.errors import ConflictError, InputError, StoreError
@@ -46,7 +48,7 @@ def test_user_only_turn_is_accepted(conn):
     result = record_turn(conn, embedder(), TurnInput("u1", "I moved to Lisbon last spring.", None,
                                                      "2026-06-01T10:00:00Z"), NOW)
     assert len(result.memory_ids) == 1
-    hits = recall(conn, embedder(), "where do I live now", settings=SETTINGS, controls=ON, now=NOW).hits
+    hits = recall(conn, embedder(), "where do I live now", settings=SETTINGS, switches=ON, now=NOW).hits
     assert hits and hits[0].turn_id == "u1"
 
 
@@ -84,7 +86,7 @@ def test_an_imported_history_holding_our_own_block_is_marked_like_a_live_turn(co
     rows = conn.execute("SELECT turn_id, role, echo_of_injection FROM mem_episodic ORDER BY id").fetchall()
     assert [(r["turn_id"], r["role"], r["echo_of_injection"]) for r in rows] == [
         ("h1", "user", None), ("h1", "companion", None), ("h2", "user", "pasted_block"), ("h2", "companion", None)]
-    hits = recall(conn, embedder(), "蓝色封面的诗集", settings=SETTINGS, controls=ON, now=NOW, k=10).hits
+    hits = recall(conn, embedder(), "蓝色封面的诗集", settings=SETTINGS, switches=ON, now=NOW, k=10).hits
     assert hits[0].turn_id == "h1"
     assert ("h2", "user") not in {(h.turn_id, h.role) for h in hits}  # the pasted block itself never comes back
 
@@ -92,7 +94,7 @@ def test_an_imported_history_holding_our_own_block_is_marked_like_a_live_turn(co
 def test_reply_echoing_an_injected_block_is_marked_and_never_recalled(conn):
     record_turn(conn, embedder(), TurnInput("t1", "今天在旧书店淘到一本蓝色封面的诗集，纸页有点受潮的味道", None,
                                             "2026-06-01T10:00:00+08:00"), NOW)
-    result = recall(conn, embedder(), "旧书店", settings=SETTINGS, controls=ON, now=NOW)
+    result = recall(conn, embedder(), "旧书店", settings=SETTINGS, switches=ON, now=NOW)
     injection = record_injection(conn, result, "t9", NOW)
     stored = conn.execute("SELECT memory_ids_json, block_chars FROM context_injection WHERE id = ?", (injection,)).fetchone()
     assert stored[1] == len(result.context) and "1" in stored[0]
@@ -100,7 +102,7 @@ def test_reply_echoing_an_injected_block_is_marked_and_never_recalled(conn):
                                                    "2026-06-09T10:00:00+08:00"), NOW + 10)
     rows = conn.execute("SELECT role, echo_of_injection FROM mem_episodic WHERE turn_id='t9'").fetchall()
     assert {r["role"]: r["echo_of_injection"] for r in rows} == {"user": None, "companion": injection}
-    hits = recall(conn, embedder(), "蓝色封面的诗集", settings=SETTINGS, controls=ON, now=NOW + 20, k=10).hits
+    hits = recall(conn, embedder(), "蓝色封面的诗集", settings=SETTINGS, switches=ON, now=NOW + 20, k=10).hits
     assert echo.memory_ids[1] not in [h.memory_id for h in hits]
     assert count(conn, "mem_episodic") == 3  # the block itself never became a memory
 
@@ -113,7 +115,7 @@ def test_life_events_index_only_when_told(conn):
     told = add_life_event(conn, "她去海边捡了贝壳", NOW - 100, told=1)
     memory_id = index_life_event(conn, embedder(), told, NOW)
     assert index_life_event(conn, embedder(), told, NOW) == memory_id
-    hits = recall(conn, embedder(), "贝壳", settings=SETTINGS, controls=ON, now=NOW).hits
+    hits = recall(conn, embedder(), "贝壳", settings=SETTINGS, switches=ON, now=NOW).hits
     assert hits[0].source == "self_life"
 
 
@@ -121,19 +123,19 @@ def test_another_embedding_model_is_refused(conn):
     record_turn(conn, embedder(), TurnInput("t1", "x", None, "2026-06-01T10:00:00Z"), NOW)
     conn.execute("UPDATE embedding_model SET name = 'other-model'")
     with pytest.raises(StoreError, match="anima reembed"):
-        recall(conn, embedder(), "x", settings=SETTINGS, controls=ON, now=NOW)
+        recall(conn, embedder(), "x", settings=SETTINGS, switches=ON, now=NOW)
     with pytest.raises(StoreError, match="anima reembed"):
         record_turn(conn, embedder(), TurnInput("t2", "y", None, "2026-06-01T10:00:00Z"), NOW)
     from engine.memory.reembed import reembed
 
     assert reembed(conn, embedder(), NOW).memories == 1
-    assert recall(conn, embedder(), "x", settings=SETTINGS, controls=ON, now=NOW).mode == "hybrid"
+    assert recall(conn, embedder(), "x", settings=SETTINGS, switches=ON, now=NOW).mode == "hybrid"
 
 
 @pytest.mark.parametrize("query", ["", "   ", "字" * 100_000])
 def test_bad_queries_are_input_errors(conn, query):
     with pytest.raises(InputError):
-        recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=NOW)
+        recall(conn, embedder(), query, settings=SETTINGS, switches=ON, now=NOW)
 
 
 def test_in_process_index_finds_the_same_neighbours_as_sqlite_vec(conn):
@@ -142,13 +144,13 @@ def test_in_process_index_finds_the_same_neighbours_as_sqlite_vec(conn):
     texts = ["我养了一只猫叫团子", "周末去爬了香山", "最近在学做寿司", "我对海鲜过敏", "弟弟明年高考", "我住在上海徐汇"]
     for i, text in enumerate(texts):
         record_turn(conn, embedder(), TurnInput(f"b{i}", text, None, "2026-06-01T10:00:00+08:00"), NOW)
-    exact = recall(conn, embedder(), "我的宠物", settings=SETTINGS, controls=ON, now=NOW)
-    binary = recall(conn, embedder(), "我的宠物", settings=replace(SETTINGS, ram_index_from=0), controls=ON,
+    exact = recall(conn, embedder(), "我的宠物", settings=SETTINGS, switches=ON, now=NOW)
+    binary = recall(conn, embedder(), "我的宠物", settings=replace(SETTINGS, ram_index_from=0), switches=ON,
                     now=NOW)
     assert [h.memory_id for h in binary.hits] == [h.memory_id for h in exact.hits]
     assert binary.hits[0].turn_id == "b0"
     record_turn(conn, embedder(), TurnInput("b9", "我的小狗叫豆豆", None, "2026-06-02T10:00:00+08:00"), NOW)
-    grown = recall(conn, embedder(), "我的小狗叫什么", settings=replace(SETTINGS, ram_index_from=0), controls=ON,
+    grown = recall(conn, embedder(), "我的小狗叫什么", settings=replace(SETTINGS, ram_index_from=0), switches=ON,
                    now=NOW)
     assert grown.hits[0].turn_id == "b9"  # rows added after the index was built are found
 
@@ -192,10 +194,10 @@ def test_fact_hits_join_the_block_and_are_recorded_as_facts(conn):
             return {"source": "fact", "fact_id": self.fact_id, "text": self.text}
 
     record_turn(conn, embedder(), TurnInput("t1", "我搬到了闵行", None, "2026-07-22T22:00:00+08:00"), NOW)
-    result = recall(conn, embedder(), "我住哪", settings=SETTINGS, controls={**ON, "memory_facts": True}, now=NOW,
+    result = recall(conn, embedder(), "我住哪", settings=SETTINGS, switches=replace(ON, memory_facts=True), now=NOW,
                     extra_sources=[lambda *a, **kw: [Fact()]])
     assert result.hits[0].source == "fact" and "[2026-06-16 · 事实]" in result.context
     assert result.fact_ids == [77] and 77 not in result.context_memory_ids
-    off = recall(conn, embedder(), "我住哪", settings=SETTINGS, controls={**ON, "memory_facts": False}, now=NOW,
+    off = recall(conn, embedder(), "我住哪", settings=SETTINGS, switches=replace(ON, memory_facts=False), now=NOW,
                  extra_sources=[lambda *a, **kw: [Fact()]])
     assert all(h.source != "fact" for h in off.hits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -13,6 +14,7 @@ import pytest
 
 from engine import mood as mood_model
 from engine.companion import create_companion
+from engine.control import Switches
 from engine.inner import (
     appraise_turn,
     inner_snapshot,
@@ -28,7 +30,7 @@ from engine.store import life as store
 from engine.store.core import set_control
 
 START = datetime(2025, 3, 3, 6, 0, tzinfo=ZoneInfo("Asia/Shanghai")).timestamp()
-ON = {"heartbeat": True, "life": True}
+ON = Switches.defaults()  # every switch on
 S = Settings()
 
 
@@ -49,7 +51,7 @@ def persona(conn) -> Persona:
 
 
 def run_until(conn, persona, t: float, until: float, step: float = 300.0, settings: Settings = S,
-              controls: dict | None = None) -> float:
+              controls: Switches | None = None) -> float:
     while t < until:
         t = min(until, t + step)
         step_inner(conn, settings, persona, t, controls or ON)
@@ -169,7 +171,7 @@ def test_life_toggle_freezes_the_activity_machine(conn, persona) -> None:
     t = run_until(conn, persona, START, START + 3600)
     cur = store.current_activity(conn)
     n_events = len(store.life_events(conn, told_only=False))
-    off = {"heartbeat": True, "life": False}
+    off = replace(ON, life=False)
     t = run_until(conn, persona, t, cur["expected_end"] + 3 * 3600, controls=off)
     assert store.current_activity(conn)["id"] == cur["id"]
     assert len(store.life_events(conn, told_only=False)) == n_events
@@ -182,7 +184,7 @@ def test_heartbeat_toggle_freezes_mood_and_energy(conn, persona) -> None:
     t = run_until(conn, persona, START, START + 3600)
     appraise_turn(conn, S, persona, "太好了，好开心", None, None, t)
     before = store.get_inner_state(conn)
-    off = {"heartbeat": False, "life": True}
+    off = replace(ON, mood_step=False)
     run_until(conn, persona, t, t + 4 * 3600, controls=off)
     after = store.get_inner_state(conn)
     assert after["mood"]["pos"] == before["mood"]["pos"] and after["energy"]["s"] == before["energy"]["s"]
@@ -299,7 +301,7 @@ async def test_life_component_resumes_publishes_persona_and_steps(tmp_path: Path
     clock = FakeClock(START + 7200)
     store_ = await AsyncStore(db).open()
     log = _Log()
-    ctx = DaemonContext(settings=S, db_path=db, clock=clock, store=store_, log=log, controls=dict(ON),
+    ctx = DaemonContext(settings=S, db_path=db, clock=clock, store=store_, log=log, controls=ON.legacy(),
                         companion=companion)
     ctx.last_beat_before_start = START
     part = build(ctx)

@@ -11,6 +11,7 @@ import pytest
 
 from daemon.cli import main
 from engine.companion import create_companion
+from engine.control import Switches
 from engine.inner import resume_after_gap, step_inner
 from engine.persona import Persona
 from engine.settings import Settings
@@ -35,7 +36,7 @@ def lived_db(tmp_path: Path) -> tuple[Path, float]:
     t = start
     while t < now - 60:
         t = min(now - 60, t + 300)
-        step_inner(conn, S, persona, t, {"heartbeat": True, "life": True})
+        step_inner(conn, S, persona, t, Switches.defaults())
     conn.close()
     return db, start
 

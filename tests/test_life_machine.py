@@ -14,6 +14,7 @@ import pytest
 from daemon.cli.cmd_simulate import parse_start, simulate
 from engine import activity as act
 from engine.companion import create_companion
+from engine.control import Switches
 from engine.inner import appraise_turn, interrupt_for_chat, resume_after_gap, step_inner
 from engine.life import household as house_model
 from engine.life.cast import cast, overdue
@@ -31,7 +32,7 @@ from engine.store.core import get_companion
 S = Settings()
 TZ = S.life.tz
 ZONE = ZoneInfo(TZ)
-ON = {"heartbeat": True, "life": True}
+ON = Switches.defaults()  # every switch on
 BIRTH = ("1990-08-15 08:30", "Asia/Shanghai", 2)
 KINDS = {"sleep", "nap", "breakfast", "lunch", "dinner", "reading", "journal", "drawing", "music", "walk", "exercise",
          "call_friend", "chores", "groceries", "study", "drama", "daydream", "chat", "commute", "work", "cook", "bake",

@@ -13,7 +13,7 @@ from engine.consolidate.run import consolidate_once
 from engine.memory.ingest import TurnInput, record_turn
 from engine.settings import Settings
 from engine.store import connect
-from engine.store.core import controls
+from engine.store.core import read_switches
 from tests.conftest import run_anima
 from tests.memory_helpers import embedder, fresh_db
 
@@ -37,7 +37,7 @@ def db(tmp_path: Path) -> Path:
     conn = fresh_db(path)
     for turn_id, user, companion, ts in TURNS:
         record_turn(conn, embedder(), TurnInput(turn_id, user, companion, ts), 0)
-    consolidate_once(conn, embedder(), Settings(), controls(conn), 1)  # a fact joins recall (its own hit shape)
+    consolidate_once(conn, embedder(), Settings(), read_switches(conn), 1)  # a fact joins recall (its own hit shape)
     assert conn.execute("SELECT count(*) FROM mem_semantic").fetchone()[0] > 0
     conn.close()
     return path

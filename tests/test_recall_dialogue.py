@@ -30,7 +30,7 @@ def conn(tmp_path_factory):
 
 def top(conn, query, scale):
     params = replace(params_from_settings(SETTINGS), dialogue_text_scale=scale)
-    return [h.turn_id for h in recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=NOW, params=params).hits]
+    return [h.turn_id for h in recall(conn, embedder(), query, settings=SETTINGS, switches=ON, now=NOW, params=params).hits]
 
 
 def test_the_turn_that_shares_the_dialogues_topic_words_beats_small_talk_about_advice(conn):

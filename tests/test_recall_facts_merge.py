@@ -1,16 +1,19 @@
 """Consolidated facts merge with episode hits on one scale: age-weighed like episodes, time windows first.
 
 Sorted by raw score, the nightly facts jumped over every episode: on zh-dev2 with its facts, R@1 fell
+from dataclasses import replace
+from dataclasses import replace
 from 64.9 to 56.8 and the time questions from 8/9 to 3/9 at R@5.
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
 from engine.consolidate.facts_recall import fact_hits
 from engine.consolidate.run import consolidate_once
+from engine.control import Switches
 from engine.memory.importer import import_history
 from engine.memory.ranking import RankParams
 from engine.memory.recall import merge_extra_hits, recall
@@ -51,12 +54,12 @@ def test_facts_on_do_not_cost_zh_dev2_its_time_questions(tmp_path):
     folder = require_evaldata("zh-dev2")
     conn = fresh_db(tmp_path / "anima.db")
     import_history(conn, embedder(), folder / "history.jsonl", NOW)
-    consolidate_once(conn, embedder(), Settings(), {}, NOW)
+    consolidate_once(conn, embedder(), Settings(), Switches.defaults(), NOW)
     probes = [p for p in json.loads((folder / "probes.json").read_text(encoding="utf-8")) if p.get("cat") == "time"]
     found = {False: 0, True: 0}
     for probe in probes:
         for facts in (False, True):
-            hits = recall(conn, embedder(), probe["q"], settings=SETTINGS, controls={**ON, "memory_facts": facts},
+            hits = recall(conn, embedder(), probe["q"], settings=SETTINGS, switches=replace(ON, memory_facts=facts),
                           now=NOW, extra_sources=(fact_hits,)).hits
             found[facts] += bool({h.turn_id for h in hits[:5]} & set(probe["ev"]))
     assert found[True] >= found[False] >= 8, found

@@ -36,7 +36,7 @@ def test_canaries_never_leave(conn, caplog, history, life, query, seed):
         record_turn(conn, embedder(), TurnInput(f"p{next(TURN_IDS)}", user, companion, "2026-11-01T10:00:00+08:00"), NOW)
     with caplog.at_level(logging.DEBUG):
         for q in (query, " ".join(life), canaries[0]):
-            result = recall(conn, embedder(), q, settings=SETTINGS, controls=ON, now=NOW, k=10)
+            result = recall(conn, embedder(), q, settings=SETTINGS, switches=ON, now=NOW, k=10)
             shown = json.dumps([result.to_json()["hits"], result.context], ensure_ascii=False)
             assert not any(c in shown for c in canaries)
     assert not any(c in caplog.text for c in canaries)

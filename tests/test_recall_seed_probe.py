@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -28,7 +29,7 @@ def seeded(tmp_path_factory):
 
 
 def ask(conn, query, k=6, now=NOW):
-    return recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=now, k=k)
+    return recall(conn, embedder(), query, settings=SETTINGS, switches=ON, now=now, k=k)
 
 
 def test_e1_paraphrase_finds_t1(seeded):
@@ -43,7 +44,7 @@ def test_e1_paraphrase_finds_t1_by_vector_lane_alone(seeded):
     from engine.memory.recall import params_from_settings
 
     params = replace(params_from_settings(SETTINGS), text_weight=0.0, vector_weight=1.0)
-    result = recall(seeded[1], embedder(), "之前买的那本诗歌选集，封面是什么颜色", settings=SETTINGS, controls=ON,
+    result = recall(seeded[1], embedder(), "之前买的那本诗歌选集，封面是什么颜色", settings=SETTINGS, switches=ON,
                     now=NOW, k=3, params=params)
     assert "t1" in [h.turn_id for h in result.hits]
 
@@ -65,7 +66,7 @@ def test_e3_context_block_keeps_the_details(seeded):
 
 
 def test_e3_reread_off_shows_the_row_only(seeded):
-    result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, controls={**ON, "memory_reread": False},
+    result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, switches=replace(ON, memory_reread=False),
                     now=NOW)
     hit = result.hits[0]
     assert hit.text in result.context
@@ -99,17 +100,17 @@ def test_e5_new_process_gives_the_same_block(seeded, tmp_path):
 
 
 def test_search_off_gives_nothing(seeded):
-    result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, controls={**ON, "memory_search": False},
+    result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, switches=replace(ON, memory_search=False),
                     now=NOW)
     assert result.mode == "off" and result.hits == [] and result.context == ""
 
 
 def test_hybrid_off_uses_keyword_lane_only(seeded):
-    controls = {**ON, "memory_hybrid": False}
-    result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, controls=controls, now=NOW)
+    switches = replace(ON, memory_hybrid=False)
+    result = recall(seeded[1], embedder(), "旧书店", settings=SETTINGS, switches=switches, now=NOW)
     assert result.mode.startswith("keyword") and result.hits[0].turn_id == "t1"
     # A paraphrase with no shared keyword finds nothing without the vector lane.
-    assert recall(seeded[1], embedder(), "那本诗歌选集", settings=SETTINGS, controls=controls, now=NOW).hits == [] or True
+    assert recall(seeded[1], embedder(), "那本诗歌选集", settings=SETTINGS, switches=switches, now=NOW).hits == [] or True
 
 
 def test_recall_reads_without_writing_and_use_strengthens(seeded):
@@ -117,7 +118,7 @@ def test_recall_reads_without_writing_and_use_strengthens(seeded):
     hit = ask(conn, "海雾").hits[0]
     sql = "SELECT recall_count, accessibility, last_recalled_at FROM mem_episodic WHERE id = ?"
     before = conn.execute(sql, (hit.memory_id,)).fetchone()
-    recall(conn, embedder(), "海雾", settings=SETTINGS, controls=ON, now=NOW + 86400)
+    recall(conn, embedder(), "海雾", settings=SETTINGS, switches=ON, now=NOW + 86400)
     assert tuple(conn.execute(sql, (hit.memory_id,)).fetchone()) == tuple(before)
     assert strengthen(conn, [hit.memory_id], NOW + 86400) == 1
     after = conn.execute(sql, (hit.memory_id,)).fetchone()

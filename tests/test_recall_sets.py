@@ -48,7 +48,7 @@ def measure(conn, emb, cases: list[tuple[str, list[str]]], definition: str) -> d
     for label, params in (("vector_only", VECTOR_ONLY), ("shipped", SHIPPED)):
         r5 = mrr = 0.0
         for query, ev in cases:
-            ranked = [h.turn_id for h in recall(conn, emb, query, settings=SETTINGS, controls=ON, now=NOW, k=10,
+            ranked = [h.turn_id for h in recall(conn, emb, query, settings=SETTINGS, switches=ON, now=NOW, k=10,
                                                  params=params).hits]
             r5 += len(set(ranked[:5]) & set(ev)) / (min(5, len(ev)) if definition == "probe" else len(ev))
             mrr += next((1.0 / (i + 1) for i, t in enumerate(ranked) if t in ev), 0.0)

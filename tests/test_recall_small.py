@@ -26,7 +26,7 @@ def conn(tmp_path_factory):
 
 
 def turns(conn, query, k=6, now=NOW):
-    return [h.turn_id for h in recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=now, k=k).hits]
+    return [h.turn_id for h in recall(conn, embedder(), query, settings=SETTINGS, switches=ON, now=now, k=k).hits]
 
 
 def test_parallel_facts_on_one_template_all_come_back(conn):
@@ -61,7 +61,7 @@ def test_question_words_do_not_pick_the_memory(conn):
 
 @pytest.mark.parametrize("line", ["今天天气不错", "哈哈哈哈", "晚安", "好的", "谢谢你"])
 def test_small_talk_gets_an_empty_context(conn, line):
-    result = recall(conn, embedder(), line, settings=SETTINGS, controls=ON, now=NOW)
+    result = recall(conn, embedder(), line, settings=SETTINGS, switches=ON, now=NOW)
     assert result.hits == [] and result.context == ""
     assert result.mode.endswith("small_talk")
 
@@ -73,7 +73,7 @@ def test_a_time_expression_it_cannot_read_is_no_filter_not_an_error(conn, query)
     from engine.memory.recall import params_from_settings
 
     no_time = replace(params_from_settings(SETTINGS), use_time=False)
-    plain = recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=NOW, params=no_time)
+    plain = recall(conn, embedder(), query, settings=SETTINGS, switches=ON, now=NOW, params=no_time)
     assert plain.hits
     assert turns(conn, query) == [h.turn_id for h in plain.hits]
 

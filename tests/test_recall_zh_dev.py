@@ -31,7 +31,7 @@ def conn(tmp_path_factory):
 
 
 def turns(c, query, now, k=10):
-    return recall(c, embedder(), query, settings=SETTINGS, controls=ON, now=now, k=k)
+    return recall(c, embedder(), query, settings=SETTINGS, switches=ON, now=now, k=k)
 
 
 @pytest.mark.parametrize("now", NOWS)

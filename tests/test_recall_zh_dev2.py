@@ -25,13 +25,13 @@ def conn(tmp_path_factory):
 
 @pytest.mark.parametrize("line", ["今天天气不错", "哈哈哈哈", "晚安", "好的", "嗯嗯知道了"])
 def test_small_talk_with_no_related_memory_gets_an_empty_context(conn, line):
-    result = recall(conn, embedder(), line, settings=SETTINGS, controls=ON, now=NOW)
+    result = recall(conn, embedder(), line, settings=SETTINGS, switches=ON, now=NOW)
     assert result.context == "" and result.hits == []
 
 
 @pytest.mark.parametrize("probe", [p for p in PROBES if p.get("must_not")], ids=lambda p: p["q"])
 def test_canaries_of_her_untold_life_never_show(conn, probe):
-    result = recall(conn, embedder(), probe["q"], settings=SETTINGS, controls=ON, now=NOW)
+    result = recall(conn, embedder(), probe["q"], settings=SETTINGS, switches=ON, now=NOW)
     shown = json.dumps([result.to_json()["hits"], result.context], ensure_ascii=False)
     assert not any(canary in shown for canary in probe["must_not"])
 
@@ -39,7 +39,7 @@ def test_canaries_of_her_untold_life_never_show(conn, probe):
 def test_a_question_about_the_user_himself_is_never_small_talk(conn):
     # "我是干什么的" is nearer (0.91) to the background line "你在做什么呢" than to any memory: the floor alone
     # returned nothing. The job turns (zh-dev2's answer to "我一直干的是哪一行") must come back.
-    result = recall(conn, embedder(), "我是干什么的", settings=SETTINGS, controls=ON, now=NOW)
+    result = recall(conn, embedder(), "我是干什么的", settings=SETTINGS, switches=ON, now=NOW)
     assert {"a001", "a076", "a052"} & {h.turn_id for h in result.hits[:5]}, [h.turn_id for h in result.hits]
     assert result.mode == "hybrid"
 

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from engine.companion import create_companion
+from engine.control import Switches
 from engine.inner import step_inner
 from engine.persona import Persona
 from engine.recent import RecentMap
@@ -18,7 +19,7 @@ from engine.store import connect, migrate
 from engine.store.core import get_companion
 
 START = datetime(2025, 3, 3, 6, 0, tzinfo=ZoneInfo("Asia/Shanghai")).timestamp()
-ON = {"heartbeat": True, "life": True}
+ON = Switches.defaults()  # every switch on
 BIRTHS = ("1990-08-15 08:30", "1996-11-03 22:10", "2000-02-29 06:45")
 
 

@@ -130,7 +130,7 @@ def conn(tmp_path_factory):
 
 
 def top(conn, query, params=None, as_of=None):
-    hits = recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=NOW, params=params, as_of=as_of).hits
+    hits = recall(conn, embedder(), query, settings=SETTINGS, switches=ON, now=NOW, params=params, as_of=as_of).hits
     return [h.turn_id for h in hits]
 
 

@@ -107,7 +107,7 @@ def test_migration_0013_moves_a_stored_heartbeat_row_to_mood_step(conn: Any) -> 
 
 
 def test_unconverted_readers_still_see_the_old_name_in_the_legacy_view(conn: Any) -> None:
-    """engine/inner.py still asks for "heartbeat": mood_step off must freeze her as the old switch did."""
+    """mood_step (once "heartbeat") off freezes her mood and energy as the old switch did."""
     persona = Persona.from_dict(get_companion(conn)["persona"])
     s = Settings()
     resume_after_gap(conn, s, persona, None, START)
@@ -115,7 +115,7 @@ def test_unconverted_readers_still_see_the_old_name_in_the_legacy_view(conn: Any
     assert controls(conn)["heartbeat"] is False and controls(conn)["mood_step"] is False
     before = life_store.get_inner_state(conn)
     for step in range(1, 13):
-        step_inner(conn, s, persona, START + 300.0 * step, read_switches(conn).legacy())
+        step_inner(conn, s, persona, START + 300.0 * step, read_switches(conn))
     after = life_store.get_inner_state(conn)
     assert after["mood"]["pos"] == before["mood"]["pos"] and after["energy"]["s"] == before["energy"]["s"]
 

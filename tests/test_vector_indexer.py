@@ -36,7 +36,7 @@ def count(conn: Any, table: str) -> int:
 
 
 def turn_ids(conn: Any, query: str, **kw: Any) -> list[str]:
-    result = recall(conn, embedder(), query, settings=SETTINGS, controls=ON, now=NOW, **kw)
+    result = recall(conn, embedder(), query, settings=SETTINGS, switches=ON, now=NOW, **kw)
     return [hit.turn_id for hit in result.hits]
 
 

@@ -30,7 +30,7 @@ from daemon.api.tokens import SINGLE, digest, matches
 from daemon.registry import valid_handle
 
 if TYPE_CHECKING:
-    from daemon.api.http import ApiApp, ApiState
+    from daemon.api.state import ApiApp, ApiState
     from daemon.api.validation import Operation
 
 TCP_NEEDS_TOKEN = ("TCP clients must send 'Authorization: Bearer <token>' (the token is in the environment variable "

@@ -32,12 +32,6 @@ def socket_path(api: ApiSettings, db_path: Path, environ: Mapping[str, str]) -> 
     return _chosen(api, environ) or db_path.with_name(db_path.name + ".sock")
 
 
-def directory_socket_path(api: ApiSettings, companions_dir: Path, environ: Mapping[str, str]) -> Path:
-    """The one socket of a daemon serving a directory (`anima run --dir`): as `socket_path`, but the last
-    resort is DIR/anima.sock (the directory's files are companions, the socket serves them all)."""
-    return _chosen(api, environ) or companions_dir / "anima.sock"
-
-
 def _chosen(api: ApiSettings, environ: Mapping[str, str]) -> Path | None:
     if api.socket_path:
         return Path(api.socket_path)

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -27,8 +26,8 @@ from engine.jobs import JobStatus, status_counts
 from engine.usecases.state import health_check
 
 if TYPE_CHECKING:
-    from daemon.api.http import ApiApp
     from daemon.component import DaemonContext
+    from daemon.registry import CompanionRegistry
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 COMPANION_TIMEOUT_S = 2.0  # one companion's reads at a scrape; a stuck one is left out, not waited on
@@ -58,9 +57,9 @@ class ApiMetrics:
         if not delivered:
             self.undelivered.labels(name).inc()
 
-    async def scrape(self, app: ApiApp) -> bytes:
-        """The whole exposition: the counters above and one read of every served companion."""
-        registry = app.registry
+    async def scrape(self, registry: CompanionRegistry, beat_s: float) -> bytes:
+        """The whole exposition: the counters above and one read of every served companion (`beat_s`: the
+        configured heartbeat, for companions that did not record their own)."""
         served: list[tuple[str, DaemonContext]] = []
         if registry.single is not None:
             served.append((registry.single.db_path.stem, registry.single))
@@ -75,7 +74,7 @@ class ApiMetrics:
         replication = await self._replication_lags()
         lag = getattr(registry, "heartbeat_lag", None)
         snapshot = Snapshot(served, reads, faulted, replication, lag() if callable(lag) else None,
-                            app.settings.heartbeat.interval_s)
+                            beat_s)
         out = CollectorRegistry(auto_describe=False)
         for collector in (self.requests, self.undelivered, self.context_seconds, self.storage_refusals, snapshot):
             out.register(collector)
@@ -84,7 +83,7 @@ class ApiMetrics:
     async def _replication_lags(self) -> dict[str, float | None]:
         """{companion: lag_s} of the files the litestream.yml names ($ANIMA_LITESTREAM_CONFIG or the default
         path), cached REPLICATION_TTL_S; {} without replication."""
-        from daemon.cli.cmd_replication import config_path
+        from daemon.replication_status import config_path
 
         path = config_path(None)
         now = time.monotonic()
@@ -98,7 +97,7 @@ class ApiMetrics:
 
 
 def _replication_rows(path: Path) -> dict[str, float | None]:
-    from daemon.cli.cmd_replication import replication_rows
+    from daemon.replication_status import replication_rows
 
     try:
         return {str(row["companion"]): row.get("lag_s") for row in replication_rows(path)}
@@ -185,12 +184,3 @@ class Snapshot(Collector):
             for name, lag_s in sorted(self.replication.items()):
                 replication.add_metric([name], float("nan") if lag_s is None else lag_s)
             yield replication
-
-
-async def get_metrics(request: web.Request) -> web.StreamResponse:
-    """GET /metrics (outside the JSON contract: Prometheus text). On TCP the listener's token (guard)."""
-    from daemon.api.http import APP
-
-    app = request.app[APP]
-    body = await app.metrics.scrape(app)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

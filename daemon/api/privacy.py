@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.store import share as share_store
+from engine.usecases import untold as untold_reads
 
 PREFIX_CHARS = 16  # a truncated copy of at least this many leading characters still counts as a leak
 MIN_SCAN_CHARS = 4  # shorter texts ("散步") are matched only as whole JSON string values
@@ -57,10 +57,6 @@ class UntoldIndex:
         heads = {text[i:i + HEAD] for i in range(len(text) - HEAD + 1)} & self.by_head.keys()
         return {(event_id, needle) for head in heads for event_id, needle in self.by_head[head] if needle in text}
 
-    def hits_in(self, text: str) -> set[int]:
-        """Ids of the untold events whose needle occurs in `text`."""
-        return {event_id for event_id, _ in self.needles_in(text)}
-
 
 def _escaped(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
@@ -68,12 +64,12 @@ def _escaped(text: str) -> str:
 
 def load_untold(conn: Any, index: UntoldIndex) -> UntoldIndex:
     """Refresh `index` from the database when the untold set changed (runs on the DB thread)."""
-    fingerprint = share_store.untold_fingerprint(conn)
+    fingerprint = untold_reads.untold_fingerprint(conn)
     if fingerprint == index.fingerprint:
         return index
     needles: list[tuple[int, str]] = []
     exact: dict[str, int] = {}
-    for event_id, raw in share_store.untold_texts(conn):
+    for event_id, raw in untold_reads.untold_texts(conn):
         text = raw.strip()
         if not text:
             continue
@@ -132,4 +128,4 @@ def find_leaks(body: Any, index: UntoldIndex, *, allow_offer_text: bool = False,
 
 def said_in_chat(conn: Any, life_event_ids: list[int]) -> bool:
     """True when every hit's text (or its leading part) was already said in a recorded chat message."""
-    return all(share_store.said_in_chat(conn, event_id, PREFIX_CHARS) for event_id in life_event_ids)
+    return all(untold_reads.said_in_chat(conn, event_id, PREFIX_CHARS) for event_id in life_event_ids)

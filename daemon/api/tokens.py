@@ -19,7 +19,7 @@ import asyncio
 import hmac
 from typing import Any
 
-from engine.store.tokens import digest_of, token_digests
+from engine.usecases.tokens import digest_of, token_digests
 
 NO_DIGESTS: frozenset[str] = frozenset()
 # The key of single-file mode's companion (she is served under no handle).

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from daemon.cli.env import CliEnv
 from daemon.logs import fatal_line
 from engine.errors import AnimaError
-from engine.store.connect import driver_error
+from engine.usecases.files import fault_of
 
 GLOBAL_VALUE_OPTIONS = ("--config", "--db")
 
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # A full disk, a damaged file or another SQLite error is a state to report, not a crash
         # (one mapping: engine.store.connect.store_fault); anything else is a bug and keeps its traceback.
-        fault = driver_error(exc, db)
+        fault = fault_of(exc, db)
         if fault is None:
             raise
         return _one_line(fault)

@@ -18,8 +18,8 @@ from engine import jobs
 from engine.errors import ConflictError, InputError
 from engine.jobs import registry, runner
 from engine.jobs.registry import CONSOLIDATE
-from engine.store.lock import is_locked
-from engine.store.oplog import record_write
+from engine.usecases import files
+from engine.usecases.oplog import note_cli_write
 
 NO_BACKOFF = (0.0,)
 
@@ -38,7 +38,7 @@ def _recover_stale(conn: Any, env: CliEnv, host: str, now: float) -> None:
     gone, or it was a daemon and no daemon holds the file's lock) is recovered at once. The operator
     asked for a pass now, so the retry is due now (no backoff); max_attempts still applies.
     """
-    daemon_running = is_locked(env.db_path)
+    daemon_running = files.daemon_running(env.db_path)
     recovered = jobs.recover_interrupted(conn, now, jobs.REASON_LEASE, NO_BACKOFF)
     recovered += jobs.recover_orphans(
         conn, now, lambda who: jobs.owner_gone(who, host, daemon_running, _pid_alive), NO_BACKOFF)
@@ -79,8 +79,8 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         if result.error is not None:
             raise result.error
         report = result.report
-        record_write(conn, env.clock.now(), "consolidate", actor="cli", job_id=job.id,  # counts: the daemon logs it
-                     added=report.get("added"), merged=report.get("merged"), superseded=report.get("superseded"))
+        note_cli_write(conn, env.clock.now(), "consolidate", job_id=job.id,  # counts: the daemon logs it
+                       added=report.get("added"), merged=report.get("merged"), superseded=report.get("superseded"))
     finally:
         conn.close()
     report = {"job_id": job.id, **report}

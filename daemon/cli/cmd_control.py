@@ -7,8 +7,7 @@ import sys
 
 from daemon.cli.env import CliEnv
 from engine import control
-from engine.store.core import read_switches, stored_controls
-from engine.usecases.switches import change_switch, reset_switch
+from engine.usecases.switches import change_switch, current_switches, reset_switch, set_switches
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,7 +38,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     conn = env.open_db()
     try:
         if args.action == "list":
-            values, stored = read_switches(conn).as_dict(), stored_controls(conn)
+            values, stored = current_switches(conn).as_dict(), set_switches(conn)
             rows = [
                 {"key": k, "value": values[k], "default": s.default, "set": k in stored, "description": s.description}
                 for k, s in control.REGISTRY.items()
@@ -52,7 +51,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
                     print(f"{row['key']:<16} {_show(row['value']):<5}{mark:<10}  {row['description']}")
         elif args.action == "get":
             name = control.canonical(args.key)
-            current = read_switches(conn).value(name)
+            current = current_switches(conn).value(name)
             env.print_json({"key": name, "value": current}) if args.json else print(_show(current))
         else:
             if args.action == "reset":

@@ -25,11 +25,8 @@ from daemon.api.listen import socket_path
 from daemon.cli.env import CliEnv
 from daemon.cli.served import UNKNOWN, ServedBy, served_by
 from engine.errors import AnimaError
-from engine.store import code_schema_version, connect, db_schema_version
-from engine.store.core import daemon_state, events
-from engine.store.lock import is_locked
-from engine.store.ops import clock_steps_since, quick_check
-from engine.store.schema import foreign_objects
+from engine.usecases.files import daemon_running, open_readonly, schema_versions
+from engine.usecases.inspect import clock_steps_since_start, daemon_record, foreign_objects, integrity
 
 UNIT_DIRS = (Path("/etc/systemd/system"), Path("/usr/lib/systemd/system"), Path("/lib/systemd/system"))
 Check = dict[str, str]
@@ -103,7 +100,7 @@ def check_files(db: Path) -> list[Check]:
 
 
 def check_lock(db: Path) -> tuple[Check, bool]:
-    locked = is_locked(db)
+    locked = daemon_running(db)
     detail = "held: a daemon (or a restore) has the file" if locked else "free: no daemon runs on this file"
     return _check("lock", "ok", detail), locked
 
@@ -159,7 +156,7 @@ def _served(db: Path) -> ServedBy:
     if not db.exists():
         return UNKNOWN
     try:
-        conn = connect(db, readonly=True)
+        conn = open_readonly(db)
     except Exception:
         return UNKNOWN
     try:
@@ -172,7 +169,7 @@ def _served(db: Path) -> ServedBy:
 
 def check_database(db: Path, env: CliEnv, running: bool) -> list[Check]:
     try:
-        conn = connect(db, readonly=True)
+        conn = open_readonly(db)
     except Exception as exc:
         return [_check("schema", "fail", f"cannot open {db}: {type(exc).__name__}: {exc}")]
     try:
@@ -185,7 +182,7 @@ def check_database(db: Path, env: CliEnv, running: bool) -> list[Check]:
 
 def _database_checks(conn: Any, env: CliEnv, running: bool) -> list[Check]:
     out = []
-    have, want = db_schema_version(conn), code_schema_version()
+    have, want = schema_versions(conn)
     if have > want:
         out.append(_check("schema", "fail", f"database schema {have} is newer than this code's {want}: upgrade anima"))
     elif have < want:
@@ -193,7 +190,7 @@ def _database_checks(conn: Any, env: CliEnv, running: bool) -> list[Check]:
     else:
         out.append(_check("schema", "ok", f"version {have}"))
     try:
-        rows = quick_check(conn)
+        rows = integrity(conn)
     except Exception as exc:  # too damaged even to check (e.g. "database disk image is malformed")
         rows = [f"{type(exc).__name__}: {exc}"]
     out.append(_check("integrity", "ok", "quick_check ok") if rows == ["ok"] else
@@ -234,10 +231,8 @@ def _pending(conn: Any, running: bool) -> Check:
 
 def _clock(conn: Any, env: CliEnv) -> Check:
     """The wall clock against the last recorded beat, and the steps the daemon saw since its last start."""
-    state = daemon_state(conn) or {}
-    starts = events(conn, "start")
-    after = starts[-1]["id"] if starts else 0
-    steps = clock_steps_since(conn, after)
+    state = daemon_record(conn)
+    steps = clock_steps_since_start(conn)
     last_wall = state.get("last_beat_wall")
     wall = time.time()
     notes = []
@@ -277,7 +272,8 @@ def check_units(env: CliEnv, unit_dirs: tuple[Path, ...] = UNIT_DIRS) -> list[Ch
 
 def check_replication(config: Path, folder: Path | None = None) -> list[Check]:
     """The replication lag of every companion of the litestream.yml (anima replication status, one line each)."""
-    from daemon.cli.cmd_replication import LAG_WARN_S, replication_rows
+    from daemon.cli.cmd_replication import LAG_WARN_S
+    from daemon.replication_status import replication_rows
 
     if not config.exists():
         return [_check("replication", "skip", f"no {config}: replication not set up (anima replication config)")]
@@ -355,7 +351,7 @@ def run_checks(env: CliEnv) -> list[Check]:
 
 
 def handle(args: argparse.Namespace, env: CliEnv, runner: Callable[[CliEnv], list[Check]] = run_checks) -> int:
-    from daemon.cli.cmd_replication import config_path
+    from daemon.replication_status import config_path
 
     folder = Path(args.dir) if getattr(args, "dir", None) else None
     checks = runner(env) + check_replication(config_path(getattr(args, "litestream_config", None)), folder)

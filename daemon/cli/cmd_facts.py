@@ -11,8 +11,8 @@ from daemon.cli.env import CliEnv
 from engine.consolidate.facts_recall import list_facts
 from engine.consolidate.relational import list_relations
 from engine.errors import InputError
-from engine.store.core import get_companion
 from engine.times import parse_instant
+from engine.usecases.inspect import companion_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def _date(ts: float | None) -> str:
 def handle(args: argparse.Namespace, env: CliEnv) -> int:
     conn = env.open_db(create=False)
     try:
-        companion = get_companion(conn)
+        companion = companion_of(conn)
         tz = env.settings.life.tz if companion else env.settings.companion.demo_tz  # her zone (engine/home.py)
         as_of = parse_as_of(args.as_of, tz) if args.as_of else None
         facts: list[dict[str, Any]] = [] if args.relations else list_facts(conn, as_of, include_history=args.all)

@@ -24,8 +24,8 @@ from daemon.replication_forget import config_file, replication_of, start_over, t
 from engine.errors import AnimaError, InputError, LockedError, NotFoundError, StoreError
 from engine.memory import forget as forgetting
 from engine.memory.reembed import checkpoint_path
-from engine.store.lock import DaemonLock, is_locked
 from engine.times import parse_instant
+from engine.usecases.files import DaemonLock, daemon_running
 from engine.usecases.forget import forget_turns
 
 API_TIMEOUT_S = 300.0  # FTS optimize of a big history inside the daemon can take a while
@@ -49,7 +49,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         raise StoreError(f"database {env.db_path} does not exist; nothing to forget")
     if chosen.is_bulk:
         _confirm(chosen, args.yes, env.settings.life.tz)
-    report = _via_daemon(env, chosen) if is_locked(env.db_path) else _direct_or_daemon(env, chosen)
+    report = _via_daemon(env, chosen) if daemon_running(env.db_path) else _direct_or_daemon(env, chosen)
     if args.json:
         env.print_json(report)
     elif report["already_forgotten"]:

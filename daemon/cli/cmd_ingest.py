@@ -8,7 +8,7 @@ from daemon.cli.env import CliEnv
 from daemon.cli.exclusive import exclusive
 from engine.memory.embed import make_embedder
 from engine.memory.importer import import_history, progress_bar
-from engine.store.oplog import record_write
+from engine.usecases.oplog import note_cli_write
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,9 +30,9 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
                                      max_text_chars=env.settings.memory.max_text_chars, progress=progress_bar(),
                                      embed=not args.defer_embedding)
             # Counts only: the daemon logs it as history.ingested (the CLI has no log of its own).
-            record_write(conn, env.clock.now(), "ingest", actor="cli", turns=summary["turns"],
-                         messages=summary["messages"], new_memories=summary["new_memories"],
-                         vectors_pending=summary["vectors_pending"])
+            note_cli_write(conn, env.clock.now(), "ingest", turns=summary["turns"],
+                           messages=summary["messages"], new_memories=summary["new_memories"],
+                           vectors_pending=summary["vectors_pending"])
         finally:
             conn.close()
     if args.json:

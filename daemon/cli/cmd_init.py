@@ -14,8 +14,7 @@ from engine.errors import InputError
 from engine.home import Home, choose_home
 from engine.life.place import cities
 from engine.life.week import role
-from engine.store import connect, migrate, transaction
-from engine.store.core import set_companion_handle
+from engine.usecases.files import open_new, set_handle
 
 DEFAULT_BIRTH_TZ = "Asia/Shanghai"
 
@@ -92,13 +91,11 @@ def _init_in_directory(args: argparse.Namespace, env: CliEnv, home: Home) -> tup
         raise InputError(f"{final} already exists; she is there already (pick another --id)")
     temp = folder / f".{args.handle}.db.{os.getpid()}.init"
     try:
-        conn = connect(temp)
+        conn = open_new(temp)
         try:
-            migrate(conn)
             companion = create_companion(conn, name=args.name, birth_local=args.birth, tz=args.tz, place=args.place,
                                          sect=env.settings.companion.bazi_sect, now=env.clock.now(), home=home)
-            with transaction(conn):
-                set_companion_handle(conn, args.handle)
+            set_handle(conn, args.handle)
             companion["handle"] = args.handle
         finally:
             conn.close()

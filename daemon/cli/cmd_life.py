@@ -14,10 +14,8 @@ from zoneinfo import ZoneInfo
 from daemon.cli.env import CliEnv
 from engine import activity as act
 from engine.errors import InputError
-from engine.store import life as life_store
-from engine.store import transaction
-from engine.store.oplog import record_write
 from engine.times import parse_instant
+from engine.usecases.backstory import add_backstory, timeline_rows
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,14 +54,14 @@ def timeline(conn: Any, since: float, until: float, tz: str) -> dict[str, Any]:
     def iso(t: float | None) -> str | None:
         return None if t is None else act.local_time(t, tz).isoformat(timespec="seconds")
 
-    rows = life_store.activities(conn, since, until)
+    rows, life_events = timeline_rows(conn, since, until)
     acts = [{"id": a["id"], "kind": a["kind"], "label": a["label"], "since": iso(a["started_at"]),
              "until": iso(a["ended_at"] if a["ended_at"] is not None else a["expected_end"]), "why": a["why"],
              "status": a["status"]} for a in rows]
     owner = owners(rows)
     events = [{"id": e["id"], "ts": iso(e["ts"]), "kind": e["kind"], "origin": e["origin"], "told": bool(e["told"]),
                "activity_id": owner.get((e["kind"], e["activity_id"]), e["activity_id"]), "text": e["text"]}
-              for e in life_store.life_events(conn, since, until, told_only=False)]
+              for e in life_events]
     return {"since": iso(since), "until": iso(until), "activities": acts, "life_events": events}
 
 
@@ -144,23 +142,13 @@ def handle_add(args: argparse.Namespace, env: CliEnv) -> int:
     ts = parse_instant(args.ts, "--ts", env.settings.life.tz) if args.ts else now
     conn = env.open_db()
     try:
+        embedder = None
         if args.told:
             # Imported here: recall needs the embedder only when a told event must become memory.
             from engine.memory.embed import make_embedder
-            from engine.usecases.share import tell_life_event
 
             embedder = make_embedder(env.settings.memory)
-            with transaction(conn):
-                event_id = life_store.add_life_event(conn, args.text, ts, told=True, origin="backstory",
-                                                     kind="backstory")
-                # The API receipt's "she told it" step: told once, and its memory row.
-                tell_life_event(conn, embedder, event_id, None, now)
-                record_write(conn, now, "life_add", actor="cli", life_event_id=event_id, told=True)
-        else:
-            with transaction(conn):
-                event_id = life_store.add_life_event(conn, args.text, ts, told=False, origin="backstory",
-                                                     kind="backstory")
-                record_write(conn, now, "life_add", actor="cli", life_event_id=event_id, told=False)  # id, never text
+        event_id = add_backstory(conn, args.text, ts, now, told=bool(args.told), embedder=embedder)
     finally:
         conn.close()
     if args.json:

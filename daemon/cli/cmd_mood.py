@@ -8,9 +8,8 @@ from typing import Any
 from daemon.cli.env import CliEnv
 from engine import activity as act
 from engine.errors import InputError
-from engine.store import life as life_store
-from engine.store.core import get_companion
 from engine.times import parse_instant
+from engine.usecases.backstory import mood_history
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -56,13 +55,10 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     since = now - args.days * 86400.0
     conn = env.open_db(create=False)
     try:
-        points = life_store.trace(conn, since, now + 1)
-        acts = life_store.activities(conn, since, now + 1)
-        told = life_store.life_events(conn, since, now + 1, told_only=True)  # only told life is marked
-        companion = get_companion(conn)
-        her_name = str(companion["name"]) if companion else ""
+        history = mood_history(conn, since, now + 1)
     finally:
         conn.close()
+    points, acts, told, her_name = history["points"], history["activities"], history["told"], history["name"]
     if args.json:
         env.print_json(mood_json(points, acts, since, now))
         return 0

@@ -16,8 +16,8 @@ from daemon.cli.env import CliEnv
 from engine.errors import InputError
 from engine.memory.embed import make_embedder
 from engine.memory.ingest import parse_ts
-from engine.store.core import read_switches
 from engine.usecases.context import recall_for
+from engine.usecases.switches import current_switches
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     as_of = parse_ts(args.as_of, "--as-of") if args.as_of else None
     conn = env.open_db()
     embedder = make_embedder(env.settings.memory)
-    switches = read_switches(conn)  # once for the whole batch: its answers do not depend on its order
+    switches = current_switches(conn)  # once for the whole batch: its answers do not depend on its order
 
     def one(query: str) -> dict[str, Any]:
         # The recall POST /v1/context runs (same switches, same sources), without its injection record.

@@ -13,7 +13,6 @@ import dataclasses
 import gc
 import importlib.util
 import json
-import math
 import sys
 import time
 from bisect import bisect_left
@@ -26,18 +25,16 @@ from typing import Any
 
 from daemon.cli.env import CliEnv
 from engine import activity as act
-from engine.control import Switches
 from engine.errors import ConfigError, InputError, StoreError
 from engine.home import Home, choose_home, default_home, home_of, settings_for
-from engine.life import machine, record
 from engine.memory.importer import load_history_turns
 from engine.memory.ingest import TurnInput, parse_ts
 from engine.persona import Persona, describe_persona, persona_of_companion
 from engine.settings import Settings
-from engine.store import connect, migrate, transaction
-from engine.store import life as life_store
-from engine.store.core import get_companion
 from engine.times import parse_instant
+from engine.usecases.files import copy_into_new, open_readonly, open_scratch
+from engine.usecases.inspect import companion_of
+from engine.usecases.simulate import life_between, run_life
 
 DEFAULT_START = "2025-01-06T04:00"   # a Monday at 04:00, when her day turns; fixed so runs are reproducible
 TAIL_H = 12.0                          # run past the last day so its night is complete
@@ -101,9 +98,8 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
                                                                           trace_retention_days=run_days))
     with _database(keep) as target:
         # The run lives in RAM and is copied to --keep once at the end: a file buys nothing while it runs.
-        conn = connect(":memory:")
+        conn = open_scratch(start)
         try:
-            migrate(conn, now=start)
             companion = create_companion(conn, name=name, birth_local=birth[0], tz=birth[1], place=None,
                                          sect=birth[2], now=start, home=home)
             persona = persona_of_companion(companion)
@@ -111,11 +107,11 @@ def simulate(settings: Settings, *, days: int, start: float, birth: tuple[str, s
                 raise StoreError("the simulated companion has no persona")
             resume_after_gap(conn, settings, persona, None, start)
             with _few_collections():
-                trace = _run(conn, settings, persona, start, stop, step_s, forecast_next, turns, progress)
-            rows = life_store.activities(conn, start, stop)
-            events = life_store.life_events(conn, start, stop, told_only=False)
+                trace = run_life(conn, settings, persona, start, stop, step_s, forecast_next, turns, progress,
+                                 _chat_embedder(settings) if turns else None)
+            rows, events = life_between(conn, start, stop)
             if target is not None:
-                _backup(conn, target)
+                copy_into_new(conn, target)  # the finished run, into the new private file
             if plot:
                 from daemon.plot import draw_life, note_missing_font
 
@@ -158,59 +154,6 @@ def _chat_turns(path: str, settings: Settings, start: float, stop: float) -> lis
     return sorted(turns, key=lambda pair: pair[0])
 
 
-def _run(conn: Any, settings: Settings, persona: Persona, start: float, stop: float,
-         step_s: float, forecast_next: bool = False,
-         turns: list[tuple[float, TurnInput]] | None = None,
-         progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """Beat her life from `start` to `stop` every `step_s` seconds; return the trace, read a day at a time.
-
-    Same life as a beat-by-beat run, at a fraction of the cost. A beat at which nothing ends (her activity's
-    expected end is still ahead) only relaxes mood and energy in closed form and samples the trace, so such
-    beats are done on one in-memory day state (`_quiet_beats`) instead of a load-step-save round trip each;
-    the next real `step_inner` steps the stored state over the same stretch in one exact closed-form step.
-    One transaction per simulated day: a commit per beat was most of a beat's cost.
-    """
-    from engine.inner import step_inner
-    from engine.usecases.turns import record_turn
-
-    switches = Switches.defaults()   # a simulation runs with every switch on
-    chats = list(turns or [])
-    embedder = _chat_embedder(settings) if chats else None
-    trace: list[dict[str, Any]] = []
-    t = read_to = start
-    cur = life_store.current_activity(conn)   # then step_inner says what she is doing after each step
-    while t < stop:
-        day_end = t + 86400.0
-        with transaction(conn):
-            while t < stop and t < day_end:
-                due = min(_next_end(cur), chats[0][0] if chats else math.inf)
-                quiet = []
-                # The last beat is always a real step, so the stored state ends at `stop` as before.
-                while t < day_end and (beat := min(stop, t + step_s)) < min(due, stop):
-                    quiet.append(beat)
-                    t = beat
-                if quiet and cur is not None:
-                    _quiet_beats(conn, settings, persona, cur["kind"], quiet)
-                if chats and t < day_end and chats[0][0] <= min(stop, t + step_s):
-                    at, turn = chats.pop(0)
-                    t = max(t, at)
-                    step_inner(conn, settings, persona, t, switches, forecast_next=forecast_next, summary=False)
-                    record_turn(conn, settings, persona, embedder, turn, t, embed=False, origin="api")
-                    cur = life_store.current_activity(conn)
-                    continue
-                if t < stop and t < day_end:
-                    t = min(stop, t + step_s)
-                    cur = step_inner(conn, settings, persona, t, switches, forecast_next=forecast_next,
-                                     summary=False)["current"]
-        # The means come from the run's own samples, read as it goes (a day at a time), so
-        # no retention rule of the engine can take a day's points away before they count.
-        trace += life_store.trace(conn, read_to, t + 1e-6)
-        read_to = t + 1e-6
-        if progress is not None:
-            progress(math.ceil((t - start) / 86400.0 - 1e-9), math.ceil((stop - start) / 86400.0 - 1e-9))
-    return trace
-
-
 def _chat_embedder(settings: Settings) -> Any:
     """The configured embedder, for the model check of a recorded turn; no vector is computed in a run (the
     daemon's indexer would do that later), so the model is never run."""
@@ -237,38 +180,6 @@ def day_progress(stream: Any = None, every_s: float = 1.0,
         out.flush()
 
     return show
-
-
-def _next_end(cur: dict[str, Any] | None) -> float:
-    """When her current activity `cur` is due to end; a beat before it has no transition to make.
-
-    A chat ends by quiet time, not by its expected end, and a missing activity needs a re-plan: both are
-    due at once (every beat is a real step), which a simulation without chats never meets.
-    """
-    if cur is None or cur["kind"] == "chat":
-        return -math.inf
-    return float(cur["expected_end"])
-
-
-def _quiet_beats(conn: Any, settings: Settings, persona: Persona, kind: str, beats: list[float]) -> None:
-    """What step_inner does at beats with no transition: advance mood and energy, sample the trace; state unsaved.
-
-    The one place the simulator reaches past step_inner into the day machine, through its own two calls
-    (machine.advance, record.trace), so the samples are exactly the ones a beat-by-beat run writes.
-    """
-    spec = act.catalogue()[kind]
-    ctx = machine.context(settings, persona)
-    state, _ = record.load_day(conn, ctx, beats[0])
-    record.sample_quiet(conn, ctx, state, beats, spec, kind)
-
-
-def _backup(conn: Any, target: Path) -> None:
-    """Copy the finished run into the new file `target` (created private, like every database file)."""
-    dest = connect(target)
-    try:
-        conn.backup(dest)
-    finally:
-        dest.close()
 
 
 @contextmanager
@@ -367,9 +278,9 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
     if args.chart_birth:
         birth = (args.chart_birth, settings.companion.demo_tz, sect)
     elif env.db_path.exists():
-        conn = connect(env.db_path, readonly=True)
+        conn = open_readonly(env.db_path)
         try:
-            companion = get_companion(conn)
+            companion = companion_of(conn)
         except Exception:
             companion = None
         finally:

@@ -13,9 +13,8 @@ from daemon.cli.served import served_by
 from daemon.replication import companion_files
 from engine.home import her_settings, home_of
 from engine.jobs import status_counts
-from engine.store import code_schema_version, connect, db_schema_version, driver_name
-from engine.store.core import controls, daemon_state, get_companion
-from engine.store.lock import is_locked
+from engine.usecases.files import daemon_running, open_readonly, schema_versions, sqlite_driver
+from engine.usecases.inspect import companion_of, daemon_record, switch_values
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,12 +26,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def collect(conn: Any, env: CliEnv) -> dict[str, Any]:
-    companion = get_companion(conn)
-    state = daemon_state(conn) or {}
+    companion = companion_of(conn)
+    state = daemon_record(conn)
     wall = time.time()
-    locked = is_locked(env.db_path)
+    locked = daemon_running(env.db_path)
     last_wall = state.get("last_beat_wall")
     served = served_by(conn)
+    have, want = schema_versions(conn)
     alive = bool(locked and last_wall is not None and served.is_fresh(wall - last_wall, env.settings.heartbeat))
     report: dict[str, Any] = {
         "db": str(env.db_path),
@@ -50,9 +50,9 @@ def collect(conn: Any, env: CliEnv) -> dict[str, Any]:
             "beat_s": served.beat_s or env.settings.heartbeat.interval_s,
             "socket": str(served.socket) if served.socket else None,
         },
-        "schema": {"db": db_schema_version(conn), "code": code_schema_version()},
-        "sqlite_driver": driver_name(),
-        "controls": controls(conn),
+        "schema": {"db": have, "code": want},
+        "sqlite_driver": sqlite_driver(),
+        "controls": switch_values(conn),
     }
     if companion:
         chart = companion["chart"]
@@ -141,7 +141,7 @@ def summary_row(db: Path, env: CliEnv) -> dict[str, Any]:
     """One companion of a directory, read-only (nothing migrated, nothing written: a host may be serving her)."""
     row: dict[str, Any] = {"companion": db.stem, "db": str(db)}
     try:
-        conn = connect(db, readonly=True)
+        conn = open_readonly(db)
     except Exception as exc:
         return {**row, "error": f"cannot open: {type(exc).__name__}"}
     try:

@@ -16,8 +16,7 @@ from pathlib import Path
 from daemon.cli.env import CliEnv
 from daemon.registry import valid_handle
 from engine.errors import InputError
-from engine.store.core import get_companion
-from engine.store.tokens import make_token, revoke_tokens
+from engine.usecases.tokens import issue_token, revoke
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,12 +49,10 @@ def handle(args: argparse.Namespace, env: CliEnv) -> int:
         raise InputError(f"token: {path} does not exist; create her first with anima init")
     conn = dataclasses.replace(env, db_path=path).open_db(create=False)
     try:
-        if get_companion(conn) is None:
-            raise InputError(f"token: {path} holds no companion yet; create her with anima init")
         if args.revoke:
-            removed = revoke_tokens(conn, env.clock.now())
+            removed = revoke(conn, env.clock.now(), str(path))
         else:
-            token, replaced = make_token(conn, env.clock.now())
+            token, replaced = issue_token(conn, env.clock.now(), str(path))
     finally:
         conn.close()
     if args.revoke:

@@ -13,9 +13,7 @@ from daemon.clock import Clock, clock_from_env
 from daemon.config import load_settings
 from engine.home import settings_in_file
 from engine.settings import Settings
-from engine.store import connect, migrate
-from engine.store.lock import check_one_name
-from engine.store.migrate import check_not_newer
+from engine.usecases.files import open_for_writing, open_readonly
 
 
 @dataclass
@@ -35,14 +33,7 @@ class CliEnv:
         """Open (and migrate) the database; works whether or not the daemon is running (WAL).
 
         From here on `settings` are hers: her city, zone and role from her file (engine/home.py)."""
-        from engine.errors import StoreError
-
-        if not create and not self.db_path.exists():
-            raise StoreError(f"database {self.db_path} does not exist; create it with: anima init (or anima run)")
-        check_one_name(self.db_path)  # a second hard link would give this writer a WAL of its own
-        conn = connect(self.db_path)
-        check_not_newer(conn)
-        migrate(conn)
+        conn = open_for_writing(self.db_path, create=create)
         self.settings = settings_in_file(conn, self.settings)
         return conn
 
@@ -53,7 +44,7 @@ class CliEnv:
         if not self.db_path.exists():
             return
         try:
-            conn = connect(self.db_path, readonly=True)
+            conn = open_readonly(self.db_path)
         except Exception:  # open_db reports it, with the fix
             return
         try:

@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.store.lock import DaemonLock
+from engine.usecases.files import DaemonLock
 
 REFUSAL = ("anima {command}: a running anima daemon (pid {{pid}}) holds {{db}}; nothing was changed. Stop it first "
            "(systemctl stop anima; in a companions directory: touch DIR/<handle>.stop and wait for her to be "

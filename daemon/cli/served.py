@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.settings import HeartbeatSettings
-from engine.store.core import events
+from engine.usecases.inspect import start_events
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ UNKNOWN = ServedBy(mode="file", beat_s=None, socket=None, handle=None)
 
 def served_by(conn: Any) -> ServedBy:
     """From her last start event (UNKNOWN before her first start)."""
-    starts = events(conn, "start")
+    starts = start_events(conn)
     if not starts:
         return UNKNOWN
     detail = starts[-1]["detail"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from engine.consolidate.lineage import NONE
 from engine.consolidate.plan import Candidate, Entry, Operation, Plan, same_fact
+from engine.memory.lineage import NONE
 
 
 def rules_plan(candidates: Sequence[Candidate], active: Mapping[str, Entry], merge_min_cosine: float = 0.95) -> Plan:

@@ -100,12 +100,3 @@ def _negated(text: str) -> bool:
     return any(word in text for word in _NEGATIONS)
 
 
-def statement_for(subject: str, date: str, text: str) -> str:
-    """The host writes every statement from the evidence: the date and the source sentence, nothing else."""
-    speaker = "用户说" if subject == "user" else "她讲过自己的经历"
-    return f"{date} {speaker}：{' '.join(text.split())}"
-
-
-def sentence_of(statement: str) -> str:
-    _, _, sentence = statement.partition("：")
-    return sentence or statement

@@ -17,10 +17,11 @@ from typing import Any
 
 from engine.consolidate.gate import Episode
 from engine.consolidate.ledger import Ledger, Retire, stored_or_new_id
-from engine.consolidate.plan import Operation, Plan, same_fact, sentence_of, statement_for
+from engine.consolidate.plan import Operation, Plan, same_fact
 from engine.consolidate.relational import RelMatch, coined_phrases, detect, detect_lifts
 from engine.consolidate.validate import Limits, PlanRejected, retire_allowance
 from engine.errors import ConflictError
+from engine.memory.statement import sentence_of, statement_for
 from engine.settings import LifeSettings
 from engine.store import relations as relation_store
 from engine.times import calendar_date

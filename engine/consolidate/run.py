@@ -15,6 +15,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -23,14 +24,15 @@ import numpy as np
 from engine.consolidate.apply import AddFact, MergeInto, apply_steps
 from engine.consolidate.gate import Episode, gate_reason, group_near_duplicates
 from engine.consolidate.ledger import Ledger
-from engine.consolidate.lineage import NONE, LineageMatcher
 from engine.consolidate.operator_rules import rules_plan
-from engine.consolidate.plan import Candidate, Entry, Operation, Plan, sentence_of, statement_for
+from engine.consolidate.plan import Candidate, Entry, Operation, Plan
 from engine.consolidate.relational_plan import apply_rel_steps, plan_relations
 from engine.consolidate.validate import Limits, PlanRejected, validate_plan
+from engine.control import Switches
 from engine.errors import ConflictError, StoreError
-from engine.jobs import Job, job_transaction
 from engine.memory.indexer import write_vectors
+from engine.memory.lineage import NONE, LineageMatcher
+from engine.memory.statement import sentence_of, statement_for
 from engine.settings import LifeSettings
 from engine.store import consolidation as consolidation_store
 from engine.store import facts as fact_store
@@ -177,9 +179,14 @@ def fallback_plan(candidates: Sequence[Candidate]) -> Plan:
     return Plan(tuple(Operation(c.cid, "added") for c in candidates), "fallback")
 
 
-def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any], now: float,
+def plan_run(conn: Any, embedder: Any, settings: Any, switches: Switches, now: float,
              model: Any = None) -> dict[str, Any]:
-    """Read and decide (no writes): gated episodes, candidates, rounds, validated plans, the write steps."""
+    """Read and decide: gated episodes, candidates, rounds, validated plans, the write steps.
+
+    It writes no fact: the steps are applied by consolidate_once, in one transaction. Its one write is
+    the vectors of passing episodes the indexer has not stored yet (`_vectors`, the indexer's own
+    write_vectors), so they are not embedded twice.
+    """
     cs = settings.consolidation
     rows = consolidation_store.unconsolidated_episodes(conn, MAX_EPISODES_PER_RUN)
     episodes = [Episode.from_row(r) for r in rows]
@@ -198,7 +205,7 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
     active = load_active(conn, embedder)
     sim = Simulation(active)
     limits = limits_from(settings)
-    use_model, note = _model_choice(conn, model, controls, now)
+    use_model, note = _model_choice(conn, model, switches, now)
     rejections: list[str] = []
     operator_used = "model" if use_model else "rules"
     rounds = rounds_of(candidates)
@@ -233,10 +240,10 @@ def plan_run(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any
     }
 
 
-def _model_choice(conn: Any, model: Any, controls: Mapping[str, Any], now: float) -> tuple[bool, str]:
+def _model_choice(conn: Any, model: Any, switches: Switches, now: float) -> tuple[bool, str]:
     if model is None:
         return False, "no model endpoint configured; deterministic operator"
-    if not controls.get("model_operator", True):
+    if not switches.model_operator:
         return False, "model_operator switched off; deterministic operator"
     over = model.over_budget(conn, now)
     if over:
@@ -244,14 +251,20 @@ def _model_choice(conn: Any, model: Any, controls: Mapping[str, Any], now: float
     return True, f"model {model.name}"
 
 
-def consolidate_once(conn: Any, embedder: Any, settings: Any, controls: Mapping[str, Any], now: float,
-                     model: Any = None, *, job: Job | None = None, slow_s: float = 0.0,
+def consolidate_once(conn: Any, embedder: Any, settings: Any, switches: Switches, now: float,
+                     model: Any = None, *, commit: AbstractContextManager[Any] | None = None, slow_s: float = 0.0,
                      sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
-    """One pass; with `job`, its writes commit with the job's `done`. Returns the report (ids and counts only)."""
-    planned = plan_run(conn, embedder, settings, controls, now, model)
+    """One pass. Returns the report (ids and counts only).
+
+    `commit` is the transaction the writes join: the job runner passes the job's own
+    (engine/jobs/lease.job_transaction), so the facts and the job's `done` are one commit, and the
+    report becomes the job's result; None is a plain transaction (tests, tools). Taking it as a value
+    keeps consolidation below the jobs package, which runs it.
+    """
+    planned = plan_run(conn, embedder, settings, switches, now, model)
     report = planned["report"]
     pause = (lambda: sleep(slow_s)) if slow_s > 0 else None
-    block = job_transaction(conn, job, now) if job is not None else _plain(conn)
+    block = commit if commit is not None else _plain(conn)
     with block as outcome:
         if fact_store.active_fact_ids(conn) != planned["active_before"]:
             raise ConflictError("active facts changed while consolidation was planning; it will retry")

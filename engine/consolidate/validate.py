@@ -14,8 +14,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from engine.consolidate.lineage import NONE
-from engine.consolidate.plan import ACTIONS, Candidate, Entry, Plan, same_fact, statement_for
+from engine.consolidate.plan import ACTIONS, Candidate, Entry, Plan, same_fact
+from engine.memory.lineage import NONE
+from engine.memory.statement import statement_for
 
 
 @dataclass(frozen=True)

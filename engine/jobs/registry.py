@@ -19,9 +19,9 @@ from engine.consolidate.run import JOB_KIND as CONSOLIDATE
 from engine.consolidate.run import consolidate_once
 from engine.errors import InputError
 from engine.jobs import maintenance
-from engine.jobs.lease import Job
+from engine.jobs.lease import Job, job_transaction
 from engine.settings import Settings
-from engine.store.core import controls as stored_controls
+from engine.store.core import read_switches
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ class UnknownJobKindError(InputError):
 def _consolidate(conn: Any, job: Job, runtime: JobRuntime, now: float) -> dict[str, Any]:
     # The switches are read from the file, not a cache: a job may run minutes after it was queued.
     model = operator_model.from_settings(runtime.settings)
-    return consolidate_once(conn, runtime.embedder, runtime.settings, stored_controls(conn), now, model, job=job,
-                            slow_s=runtime.slow_s)
+    return consolidate_once(conn, runtime.embedder, runtime.settings, read_switches(conn), now, model,
+                            commit=job_transaction(conn, job, now), slow_s=runtime.slow_s)
 
 
 def _maintenance(run: Callable[[Any, Job, Settings, float], dict[str, Any]]) -> Handler:

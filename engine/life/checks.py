@@ -390,7 +390,7 @@ def run_all(lines: Sequence[Line], world: World, names: Iterable[str] = ()) -> d
 def people_names() -> list[str]:
     """Her people's names, so that a friend called 小雨 is no rain: the cast file when there is one, and the
     catalogue's friend slot (engine/data)."""
-    from engine.activity import slot_lists
+    from engine.life.catalogue import slot_lists
 
     names = list(slot_lists().get("friend", []))
     cast = resources.files("engine") / "data" / "cast.toml"

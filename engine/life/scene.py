@@ -1,6 +1,6 @@
 """What one finished (or interrupted) activity was, as narration reads it: the contract between her day and her words.
 
-The day machine (engine/day.py, later engine/life/machine.py) builds a `Scene` when an activity ends, is
+The day machine (engine/life/machine.py) builds a `Scene` when an activity ends, is
 interrupted or resumes; engine/life/narrate.py turns it and her running `StoryState` into one sentence. Keeping
 the contract in its own module lets either side change without reading the other.
 """

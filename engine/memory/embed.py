@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -168,6 +168,16 @@ def make_embedder(settings: MemorySettings, foreground: bool = False) -> Embedde
                               query_prefix=settings.embedding_query_prefix,
                               passage_prefix=settings.embedding_passage_prefix, batch=settings.embedding_batch)
     raise ConfigError(f"config.toml: [memory] embedding_provider {settings.embedding_provider!r} is unknown")
+
+
+def passage_vectors(embedder: Embedder, texts: Sequence[str],
+                    known: Mapping[str, np.ndarray] | None = None) -> list[np.ndarray]:
+    """The passage vector of each text, one per text: those in `known` (computed by the caller off the DB
+    thread, e.g. the API's pool) as given, the others embedded in one call."""
+    given = known or {}
+    missing = [text for text in texts if text not in given]
+    fresh = dict(zip(missing, embedder.embed_passages(missing), strict=True)) if missing else {}
+    return [np.asarray(given[text] if text in given else fresh[text], dtype=np.float32) for text in texts]
 
 
 def stored_model(conn: Any) -> tuple[str, int] | None:

@@ -11,7 +11,7 @@ unlinked; afterwards a TRUNCATE checkpoint copies the WAL into the file and cuts
 so no old frame still holds a forgotten page.
 
 Derived entries with other evidence survive: the host writes every statement from evidence
-(consolidate/plan.statement_for), so a statement whose sentence came from the forgotten turn is
+(memory/statement.statement_for), so a statement whose sentence came from the forgotten turn is
 rewritten from the oldest remaining evidence (with that episode's vector), and an entry that only
 the forgotten turn had closed (superseded or lifted) is reopened, as if the turn was never said.
 
@@ -31,8 +31,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.consolidate.plan import sentence_of, statement_for
 from engine.errors import InputError, NotFoundError
+from engine.memory.statement import sentence_of, statement_for
 from engine.settings import LifeSettings
 from engine.store import forget as store
 from engine.store.connect import transaction

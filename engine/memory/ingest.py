@@ -12,7 +12,7 @@ and on every heartbeat), so whatever was pending at a crash is found again on th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from engine.errors import ConflictError, InputError
 from engine.memory.context import HEADER, echo_injection_id
-from engine.memory.embed import Embedder, check_model, vec_blob
+from engine.memory.embed import Embedder, check_model, passage_vectors, vec_blob
 from engine.memory.ranking import importance_from_salience
 from engine.memory.tokens import fts_tokens
 from engine.store import memory as store
@@ -129,13 +129,14 @@ def write_vector(conn: Any, memory_id: int, vector: np.ndarray) -> None:
 
 def record_turn(conn: Any, embedder: Embedder, turn: TurnInput, now: float, *, origin: str = "api",
                 max_text_chars: int = 8000, on_recorded: Callable[[Any], Any] | None = None,
-                embed: bool = True) -> IngestResult:
+                embed: bool = True, passages: Mapping[str, np.ndarray] | None = None) -> IngestResult:
     """Record one turn in one transaction; idempotent by (turn_id, role).
 
-    `embed=False` writes no vectors: the memories stay pending for the indexer (see the module docstring)."""
+    `embed=False` writes no vectors: the memories stay pending for the indexer (see the module docstring).
+    `passages`: vectors of the turn's texts the caller computed already (off the DB thread)."""
     ts, pairs = validate_turn(turn, max_text_chars)
     vectors: list[np.ndarray | None] = (
-        list(embedder.embed_passages([text for _, text in pairs])) if embed  # outside the write lock
+        list(passage_vectors(embedder, [text for _, text in pairs], passages)) if embed  # outside the write lock
         else [None] * len(pairs)
     )
     with transaction(conn):
@@ -201,8 +202,10 @@ def record_turns_bulk(conn: Any, embedder: Embedder, turns: Sequence[TurnInput],
         return _write_messages(conn, embedder, plan, vectors, now, origin)
 
 
-def index_life_event(conn: Any, embedder: Embedder, life_event_id: int, now: float) -> int:
-    """The memory row of a TOLD life event (idempotent); an untold event is refused, nothing written."""
+def index_life_event(conn: Any, embedder: Embedder, life_event_id: int, now: float,
+                     passages: Mapping[str, np.ndarray] | None = None) -> int:
+    """The memory row of a TOLD life event (idempotent); an untold event is refused, nothing written.
+    `passages` may hold its text's vector, computed by the caller off the DB thread."""
     row = store.life_event(conn, life_event_id)
     if row is None:
         raise InputError(f"life event {life_event_id} does not exist")
@@ -212,7 +215,7 @@ def index_life_event(conn: Any, embedder: Embedder, life_event_id: int, now: flo
     existing = store.memory_of_life_event(conn, life_event_id)
     if existing is not None:
         return existing
-    vector = embedder.embed_passages([row["text"]])[0]
+    (vector,) = passage_vectors(embedder, [row["text"]], passages)
     with transaction(conn):
         check_model(conn, embedder, now)
         sal = 0.6

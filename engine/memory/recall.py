@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from engine.consolidate.lineage import LineageMatcher
+from engine.control import Switches
 from engine.errors import InputError
 from engine.memory import lexicon, ranking, supersede, timeq, vector_index
 from engine.memory.background import background_cosine, background_vectors
 from engine.memory.context import build_block
 from engine.memory.embed import Embedder, refuse_other_model, vec_blob
+from engine.memory.lineage import LineageMatcher
 from engine.memory.ranking import Candidate, RankParams
 from engine.memory.tokens import (
     doc_terms,
@@ -417,15 +418,25 @@ def query_lines(text: str) -> list[str]:
     return lines if len(lines) >= 2 else []
 
 
+def _query_vectors(embedder: Embedder, texts: list[str], known: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The query vectors of `texts`, one row each: those in `known` as given, the others embedded in one call."""
+    missing = [text for text in texts if text not in known]
+    fresh = dict(zip(missing, embedder.embed_queries(missing), strict=True)) if missing else {}
+    return np.stack([known[text] if text in known else fresh[text] for text in texts]).astype(np.float32)
+
+
 def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hybrid: bool,
-                    query_vec: np.ndarray | None, index_from: int = 1 << 62) -> Lanes:
+                    query_vecs: Mapping[str, np.ndarray] | None, index_from: int = 1 << 62) -> Lanes:
     """The candidates of the two lanes, n each: cosine by id (vector lane, plus keyword-only rows rescored)
-    and the ids the keyword lane found."""
+    and the ids the keyword lane found. `query_vecs`: vectors of the query and its lines the caller
+    embedded already (the API, off the DB thread); a text not in it is embedded here."""
+    known = query_vecs or {}
     cosines: dict[int, float] = {}
     keyword_ids: set[int] = set()
     line_vecs = None
     line_best = None
     max_id = memory_store.max_memory_id(conn)
+    query_vec = known.get(query)
     if hybrid and embedder is not None and query_vec is None:
         # Before the keyword lane, not beside it: the query embeds on every core, and SQLite running
         # at the same time takes a core from it (bench at 100k: p95 52 ms in turn, 56-59 side by side).
@@ -437,7 +448,7 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
         assert query_vec is not None
         cosines.update(vector_lane(conn, query_vec, n, index_from))
         lines = query_lines(query)
-        line_vecs = embedder.embed_queries(lines) if lines else None
+        line_vecs = _query_vectors(embedder, lines, known) if lines else None
         missing = [i for i in keyword_ids if i not in cosines]
         rescored = list(cosines) + missing if line_vecs is not None else missing
         if rescored:
@@ -454,10 +465,10 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
     return Lanes(cosines, keyword_ids, query_vec, line_vecs, line_best)
 
 
-def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, controls: dict[str, Any],
+def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, switches: Switches,
            now: float, k: int | None = None, budget: int | None = None, as_of: float | None = None,
            extra_sources: Sequence[Callable[..., list[Any]]] = (),
-           query_vec: np.ndarray | None = None, params: RankParams | None = None,
+           query_vecs: Mapping[str, np.ndarray] | None = None, params: RankParams | None = None,
            tz: str = LifeSettings.tz) -> RecallResult:
     """Recall memories for `query` at time `now`; see the module docstring and ranking.py for the rules.
 
@@ -471,15 +482,15 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
     if not 1 <= k <= 50:
         raise InputError(f"k must be from 1 to 50, got {k}")
     budget = settings.context_budget_chars if budget is None else budget
-    if not controls.get("memory_search", True):
+    if not switches.memory_search:
         return RecallResult(query=text, mode="off")
-    hybrid = bool(controls.get("memory_hybrid", True)) and embedder is not None
+    hybrid = switches.memory_hybrid and embedder is not None
     if embedder is not None:
         refuse_other_model(conn, embedder)
     params = params or params_from_settings(settings)
     limit_ts = FAR_FUTURE if as_of is None else as_of
     n = k * settings.candidate_multiplier
-    lanes = lane_candidates(conn, embedder, text, n, hybrid, query_vec, settings.ram_index_from)
+    lanes = lane_candidates(conn, embedder, text, n, hybrid, query_vecs, settings.ram_index_from)
     query_vec = lanes.query_vec
     reference = now if as_of is None else min(now, as_of)
     window = timeq.time_window(text, reference, tz) if params.use_time else None
@@ -556,7 +567,7 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         )
         for c in chosen
     ]
-    if controls.get("memory_facts", True) and extra_sources:
+    if switches.memory_facts and extra_sources:
         extra = [h for source in extra_sources for h in source(conn, query_vec, text, k=k, now=now, as_of=as_of) or []]
         hits = merge_extra_hits(hits, extra, params, now if as_of is None else min(now, as_of), window)
         if present and extra:
@@ -566,6 +577,6 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
                                                               params.use_slot_words),
                                        settings.update_min_ratio, settings.update_depth, ts=lambda h: h.ts_unix)
         hits = hits[:k]
-    block, used, fact_ids = build_block(conn, hits, budget, bool(controls.get("memory_reread", True)), limit_ts, tz)
+    block, used, fact_ids = build_block(conn, hits, budget, switches.memory_reread, limit_ts, tz)
     return RecallResult(query=text, mode=mode, hits=hits, context=block, context_memory_ids=used, fact_ids=fact_ids)
 

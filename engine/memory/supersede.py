@@ -8,7 +8,7 @@ Questions about the past ("以前", "刚认识的时候", "当初") are left as 
 newer turn at all. It runs after MMR (which re-sorts by score) and before the time window's order.
 
 What counts as the same slot (`same_slot`):
-- a shared lineage family (engine/consolidate/lineage.py: home, job, pet ...), what consolidation knows;
+- a shared lineage family (engine/memory/lineage.py: home, job, pet ...), what consolidation knows;
 - or a shared informative word (general IDF >= `slot_idf`: 公斤, 到手, 上班, 租 ...) between the two
   statements. A passage cosine is no evidence: e5 puts two random turns of one user at 0.89 (median)
   and an update pair at 0.88-0.95, the same range.

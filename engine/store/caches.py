@@ -151,10 +151,6 @@ class CacheBudget:
             if not entries:
                 del self._files[key[0]]
 
-    def files_of(self, cache: FileCache[Any]) -> int:
-        with self.lock:
-            return sum(1 for entries in self._files.values() if any(c is cache for c, _ in entries))
-
     def _evict_locked(self) -> None:
         """Drop whole files, least recently used first, until the held bytes fit. The file just used is
         the most recent, so it goes only when it alone is over the budget (grown in place past it): its

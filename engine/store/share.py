@@ -5,13 +5,14 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from engine.share import Candidate
 from engine.store.queries import q
 
 
-def candidates(conn: Any, now: float, max_age_s: float, limit: int = 200) -> list[Candidate]:
+def candidates(conn: Any, now: float, max_age_s: float, limit: int = 200) -> list[dict[str, Any]]:
+    """Untold life events young enough to offer, with how often and when each was last offered (rows: the
+    store knows no domain type; engine/share.candidate_of makes each a Candidate)."""
     rows = conn.execute(q("share_candidates"), {"since": now - max_age_s, "now": now, "limit": limit})
-    return [Candidate(r["life_event_id"], r["ts"], r["text"], r["offers"], r["last_offered_at"]) for r in rows]
+    return [dict(r) for r in rows]
 
 
 def last_offer_at(conn: Any) -> float | None:

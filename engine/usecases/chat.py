@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +133,7 @@ def _facts(built: ContextBuilt, name: str, persona: Persona | None, offer_text: 
 
 
 def prepare_chat(conn: Any, settings: Settings, persona: Persona | None, embedder: Any, request: ChatRequest,
-                 name: str, parts: dict[str, str], query_vec: Any, now: float,
+                 name: str, parts: dict[str, str], query_vecs: Mapping[str, Any] | None, now: float,
                  fresh: tuple[list[int], Any] | None = None) -> PreparedChat:
     """One transaction: the turn, the context of its last user message, at most one offer, her system prompt."""
     query = recall_query(request.dialogue())
@@ -140,7 +141,7 @@ def prepare_chat(conn: Any, settings: Settings, persona: Persona | None, embedde
         turn_id, repeat = turn_for(conn, conversation_id(request.user, request.messages), now,
                                    settings.chat.repeat_window_s)
         built = build_context(conn, settings, persona, embedder, query, None, None if repeat else turn_id,
-                              query_vec, now, fresh)
+                              query_vecs, now, fresh)
         mood_after = None if repeat else feeling_after(conn, settings, persona, request.last_user, now)
         # She decides whether to bring up her day as she feels after reading the message (not in the mood
         # to chat about her sketch right after the user's bad news).
@@ -155,16 +156,17 @@ def prepare_chat(conn: Any, settings: Settings, persona: Persona | None, embedde
 
 
 def finish_chat(conn: Any, settings: Settings, persona: Persona | None, embedder: Any, prepared: PreparedChat,
-                user_text: str, reply: str, ts_iso: str, now: float, *, embed: bool) -> ChatFinished:
+                user_text: str, reply: str, ts_iso: str, now: float, *, embed: bool,
+                passages: Mapping[str, Any] | None = None) -> ChatFinished:
     """One transaction: the turn recorded as POST /v1/turns records it, and the offer told if the reply tells it."""
     with transaction(conn):
         if prepared.repeat or turn_recorded(conn, prepared.turn_id):
             return ChatFinished(None, None)
         turn = TurnInput(turn_id=prepared.turn_id, user=user_text, companion=reply or None, ts_iso=ts_iso)
         done = record_turn(conn, settings, persona, embedder, turn, now, embed=embed,
-                           injection_id=prepared.injection_id, origin="chat")
+                           injection_id=prepared.injection_id, origin="chat", passages=passages)
         told = None
         if (prepared.share_id is not None and prepared.offer_text
                 and reply_tells(prepared.offer_text, reply, settings.chat.told_min_overlap)):
-            told = share.receipt(conn, embedder, prepared.share_id, prepared.turn_id, now).life_event_id
+            told = share.receipt(conn, embedder, prepared.share_id, prepared.turn_id, now, passages).life_event_id
     return ChatFinished(done, told)

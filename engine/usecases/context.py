@@ -10,6 +10,7 @@ An empty recall records no injection.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,21 +43,24 @@ class ContextBuilt:
 
 def recall_for(conn: Any, embedder: Any, query: str, settings: Settings, switches: Switches, now: float,
                **options: Any) -> RecallResult:
-    """Recall under `switches` with every registered source; reads only (options: k, budget, as_of, query_vec)."""
+    """Recall under `switches` with every registered source; reads only (options: k, budget, as_of, query_vecs)."""
     options.setdefault("tz", settings.life.tz)  # her zone: dates in the block, times the question names
-    return recall(conn, embedder, query, settings=settings.memory, controls=switches.as_dict(), now=now,
+    return recall(conn, embedder, query, settings=settings.memory, switches=switches, now=now,
                   extra_sources=RECALL_SOURCES, **options)
 
 
 def build_context(conn: Any, settings: Settings, persona: Persona | None, embedder: Any, query: str,
-                  budget: int | None, turn_id: str | None, query_vec: Any, now: float,
+                  budget: int | None, turn_id: str | None, query_vecs: Mapping[str, Any] | None, now: float,
                   fresh: tuple[list[int], Any] | None = None) -> ContextBuilt:
-    """One transaction: write the fresh vectors (if any), recall, record the block, read her state."""
+    """One transaction: write the fresh vectors (if any), recall, record the block, read her state.
+
+    `query_vecs` holds the vectors of the query and its lines when the caller embedded them (off this
+    thread); `embedder` is the real one, for what only recall knows to embed (a hit's lineage)."""
     with transaction(conn):
         if fresh is not None:
             write_vectors(conn, embedder, fresh[0], fresh[1], now)  # rows the indexer wrote meanwhile are skipped
         switches = read_switches(conn)
-        result = recall_for(conn, embedder, query, settings, switches, now, budget=budget, query_vec=query_vec)
+        result = recall_for(conn, embedder, query, settings, switches, now, budget=budget, query_vecs=query_vecs)
         injection_id = record_injection(conn, result, turn_id, now) if result.context else None
         snapshot = inner.inner_snapshot(conn, settings, persona, now)
         relationship = relationship_view(conn) if switches.consolidated_recall else []

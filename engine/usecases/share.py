@@ -13,6 +13,7 @@ backstory she has already told) both make a told event recallable through it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from engine.errors import ConflictError, NotFoundError
 from engine.memory.ingest import index_life_event
 from engine.persona import Persona
 from engine.settings import Settings
-from engine.share import SharePolicy, decide
+from engine.share import SharePolicy, candidate_of, decide
 from engine.store import share as offers
 from engine.store import transaction
 from engine.store.api import turn_recorded
@@ -79,7 +80,7 @@ def offer(conn: Any, settings: Settings, persona: Persona | None, turn_id: str, 
         if existing is not None:
             return Offer("already_offered", existing["id"], existing["life_event_id"], existing["ts"],
                          existing["text"], existing["expires_at"])
-        pool = offers.candidates(conn, now, policy.max_age_h * 3600.0)
+        pool = [candidate_of(row) for row in offers.candidates(conn, now, policy.max_age_h * 3600.0)]
         if mood is None:
             mood = inner.inner_snapshot(conn, settings, persona, now)["mood"] if pool else {"v": 0.0, "a": 0.0}
         decision = decide(pool, query, sociability=float(getattr(persona, "sociability", 0.5)),
@@ -100,17 +101,20 @@ def offer_text(conn: Any, share_id: str) -> str | None:
     return None if row is None else str(row["text"])
 
 
-def tell_life_event(conn: Any, embedder: Any, life_event_id: int, turn_id: str | None, now: float) -> int:
+def tell_life_event(conn: Any, embedder: Any, life_event_id: int, turn_id: str | None, now: float,
+                    passages: Mapping[str, Any] | None = None) -> int:
     """She told it (in turn `turn_id`, or before anima knew her): told=1 once, and its memory row; the memory id.
 
     Inside the caller's transaction when there is one. Telling a told event again changes nothing.
+    `passages` may hold the vector of its text, computed off the DB thread.
     """
     with transaction(conn):
         mark_told(conn, life_event_id, turn_id, now)
-        return index_life_event(conn, embedder, life_event_id, now)
+        return index_life_event(conn, embedder, life_event_id, now, passages)
 
 
-def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float) -> Receipt:
+def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float,
+            passages: Mapping[str, Any] | None = None) -> Receipt:
     """Told: the event told, its memory row and the offer received, in one transaction (idempotent for the same turn)."""
     with transaction(conn):
         row = offers.get_offer(conn, share_id)
@@ -128,6 +132,11 @@ def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float) -
         if not turn_recorded(conn, turn_id):
             raise ConflictError(f"turn {turn_id!r} was never recorded; POST /v1/turns with the reply that told it, "
                                 "then send the receipt")
-        memory_id = tell_life_event(conn, embedder, row["life_event_id"], turn_id, now)
+        memory_id = tell_life_event(conn, embedder, row["life_event_id"], turn_id, now, passages)
         offers.receive_offer(conn, share_id, row["life_event_id"], turn_id, now)
         return Receipt(share_id, turn_id, now, memory_id, row["life_event_id"], True)
+
+
+def expire_offers(conn: Any, now: float) -> int:
+    """Close the offers whose time ran out (an unreceipted offer's event stays untold); how many. Each beat."""
+    return offers.expire_offers(conn, now)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import control
-from engine.store.core import read_switches, set_control
+from engine.store.core import read_switches, set_control, stored_controls
 from engine.store.oplog import reset_control
 
 
@@ -34,6 +34,11 @@ class SwitchChange:
 def current_switches(conn: Any) -> control.Switches:
     """Every switch's value now (GET /v1/control, `anima control list|get`)."""
     return read_switches(conn)
+
+
+def set_switches(conn: Any) -> set[str]:
+    """The switches with a stored value (current names; the others are at their defaults)."""
+    return set(stored_controls(conn))
 
 
 def change_switch(conn: Any, key: str, value: Any, now: float, *, actor: str) -> SwitchChange:

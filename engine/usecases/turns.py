@@ -12,6 +12,7 @@ Switches are read once, at the start of the transaction, and decide every step o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +39,13 @@ class TurnRecorded:
 
 
 def record_turn(conn: Any, settings: Settings, persona: Persona | None, embedder: Any, turn: TurnInput, now: float,
-                *, embed: bool = True, injection_id: str | None = None, origin: str = "api") -> TurnRecorded:
+                *, embed: bool = True, injection_id: str | None = None, origin: str = "api",
+                passages: Mapping[str, Any] | None = None) -> TurnRecorded:
     """One transaction: messages, memories, the used block confirmed, and (for new text) appraisal and interruption.
 
-    With `embed` the embedder must already hold the turn's vectors (a PrecomputedEmbedder): the model
-    must not run while this transaction holds the write lock.
+    With `embed`, `passages` should hold the vectors of the turn's texts (computed off the DB thread): the
+    model must not run while this transaction holds the write lock. `embedder` is the real one (its name
+    is checked against the stored model).
     """
     with transaction(conn):
         switches = read_switches(conn)
@@ -50,7 +53,7 @@ def record_turn(conn: Any, settings: Settings, persona: Persona | None, embedder
         new_user = turn.user if turn.user and turn.user.strip() and "user" not in seen else None
         new_companion = turn.companion if turn.companion and turn.companion.strip() and "companion" not in seen else None
         written = write_turn(conn, embedder, turn, now, origin=origin, max_text_chars=settings.memory.max_text_chars,
-                             embed=embed)
+                             embed=embed, passages=passages)
         # Before the replay check: a replay confirms nothing twice, but a first confirmation may come late.
         use = confirm_use(conn, turn.turn_id, injection_id, now)
         mood: dict[str, Any] | None = None

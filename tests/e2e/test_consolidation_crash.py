@@ -15,7 +15,7 @@ from engine.consolidate.run import consolidate_once
 from engine.memory.importer import import_history
 from engine.settings import Settings
 from engine.store import connect
-from engine.store.core import controls
+from engine.store.core import read_switches
 from tests.conftest import write_config
 from tests.memory_helpers import EVALDATA, embedder, fresh_db
 
@@ -82,7 +82,7 @@ def template(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
     baseline = folder / "baseline.db"
     shutil.copy(db, baseline)
     conn = connect(baseline)
-    consolidate_once(conn, embedder(), Settings(), controls(conn), time.time())
+    consolidate_once(conn, embedder(), Settings(), read_switches(conn), time.time())
     conn.close()
     return db, counts(baseline)
 

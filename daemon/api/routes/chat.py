@@ -20,8 +20,8 @@ from typing import Any
 from aiohttp import web
 
 from daemon.api.errors import ApiError, classify, openai_error
-from daemon.api.http import APP, ApiState
-from daemon.api.routes.common import PrecomputedEmbedder, persona_of
+from daemon.api.routes.common import persona_of
+from daemon.api.state import APP, ApiState
 from daemon.api.upstream import UpstreamError, delta_of, reply_of
 from daemon.priority import gate_of
 from engine import activity as act
@@ -50,7 +50,6 @@ async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: 
     """Her prompt for this request, and where its time went (embed_ms: the query; db_ms: the rest)."""
     base = api.embedder()
     query = recall_query(chat.dialogue()).strip()
-    query_vec = None
     known: dict[str, Any] = {}
     started = time.perf_counter()
     async with gate_of(api.ctx).serving():
@@ -61,13 +60,11 @@ async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: 
             # still finds them by their words), so the model call is not paid twice before the reply.
             texts = list(dict.fromkeys([query, *query_lines(query)]))
             known = dict(zip(texts, await api.off_loop(base.embed_queries, texts), strict=True))
-            query_vec = known[query]
         embedded = time.perf_counter()
         name = str((api.ctx.companion or {}).get("name", ""))
         parts = load_template(api.settings.chat.prompt_template)
         prepared: PreparedChat = await api.db(request, prepare_chat, api.settings, persona_of(api),
-                                              PrecomputedEmbedder(base, queries=known), chat, name, parts, query_vec,
-                                              now)
+                                              base, chat, name, parts, known, now)
     done = time.perf_counter()
     return prepared, {"embed_ms": round((embedded - started) * 1000, 1), "db_ms": round((done - embedded) * 1000, 1)}
 
@@ -89,9 +86,8 @@ async def _finish(request: web.Request, api: ApiState, chat: ChatRequest, prepar
     else:
         passages = dict(zip(texts, await api.off_loop(base.embed_passages, texts), strict=True)) if texts else {}
         embed = True
-    embedder = PrecomputedEmbedder(base, passages=passages)
-    done: ChatFinished = await api.db(request, partial(finish_chat, embed=embed), api.settings, persona_of(api),
-                                      embedder, prepared, chat.last_user, reply, ts_iso, now)
+    done: ChatFinished = await api.db(request, partial(finish_chat, embed=embed, passages=passages), api.settings,
+                                      persona_of(api), base, prepared, chat.last_user, reply, ts_iso, now)
     if done.turn is not None and done.turn.created and indexer is not None:
         indexer.wake()
     return done

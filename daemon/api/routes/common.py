@@ -1,14 +1,11 @@
-"""Glue the routes share: her persona object, a precomputed-vector embedder, inner-state projection and time formatting."""
+"""Glue the routes share: her persona object, inner-state projection and time formatting."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-
-from daemon.api.http import ApiState
+from daemon.api.state import ApiState
 from engine.chat import feelings
 from engine.persona import Persona, persona_of_companion
 
@@ -21,37 +18,6 @@ def persona_of(api: ApiState) -> Persona:
     if api.persona_obj is None:
         api.persona_obj = persona_of_companion(api.ctx.companion) or Persona.from_dict(None)
     return api.persona_obj  # type: ignore[no-any-return]
-
-
-class PrecomputedEmbedder:
-    """An Embedder whose vectors for known texts were computed off the DB thread; others fall back to the real one.
-
-    The engine's record/recall functions embed inside the function they run on the single DB
-    thread; computing the vectors first in the API's pool keeps that thread free for other
-    requests' SQL while the CPU-heavy model runs.
-    """
-
-    def __init__(self, base: Any, passages: dict[str, np.ndarray] | None = None,
-                 queries: dict[str, np.ndarray] | None = None):
-        self.base = base
-        self.name = base.name
-        self.dim = base.dim
-        self._passages = passages or {}
-        self._queries = queries or {}
-
-    def _lookup(self, texts: Sequence[str], known: dict[str, np.ndarray], compute: Any) -> np.ndarray:
-        missing = [t for t in texts if t not in known]
-        if missing:
-            known = {**known, **dict(zip(missing, compute(missing), strict=True))}
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([known[t] for t in texts]).astype(np.float32)
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._lookup(list(texts), self._passages, self.base.embed_passages)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._lookup(list(texts), self._queries, self.base.embed_queries)
 
 
 def iso(ts: float | None) -> str | None:

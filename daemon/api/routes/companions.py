@@ -16,7 +16,7 @@ from aiohttp import web
 
 from daemon.api import validation
 from daemon.api.companions import faults_of
-from daemon.api.http import ApiApp
+from daemon.api.state import ApiApp
 
 
 async def list_companions(request: web.Request, app: ApiApp, body: None) -> dict[str, Any]:

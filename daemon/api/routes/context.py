@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
-from daemon.api.http import APP, ApiState
-from daemon.api.routes.common import PrecomputedEmbedder, inner_view, persona_of
+from daemon.api.routes.common import inner_view, persona_of
+from daemon.api.state import APP, ApiState
 from daemon.priority import gate_of
 from engine.chat.request import parse_request
 from engine.memory.indexer import FRESH_EMBED_MAX_S, fresh_pending_rows
@@ -112,7 +112,6 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
     now = api.now()
     base = api.embedder()
     query = body.get("query") or query_of_messages(body["messages"], api.settings.memory.max_query_chars)
-    query_vec = None
     known: dict[str, Any] = {}
     fresh: tuple[list[int], Any] | None = None
     if (api.ctx.switches.memory_search and query.strip()
@@ -122,11 +121,9 @@ async def _context(request: web.Request, api: ApiState, body: dict[str, Any]) ->
         texts = list(dict.fromkeys([query.strip(), *query_lines(query.strip())]))
         vectors, rows = await asyncio.gather(api.off_loop(base.embed_queries, texts), _fresh_rows(api, now))
         known = dict(zip(texts, vectors, strict=True))
-        query_vec = known[query.strip()]
         fresh = await _fresh_vectors(api, base, rows)
-    embedder = PrecomputedEmbedder(base, queries=known)
-    built = await api.db(request, build_context, api.settings, persona_of(api), embedder, query,
-                         body.get("budget"), body.get("turn_id"), query_vec, now, fresh)
+    built = await api.db(request, build_context, api.settings, persona_of(api), base, query,
+                         body.get("budget"), body.get("turn_id"), known, now, fresh)
     out = _view(built)
     api.ctx.log.debug("api.context", injection_id=out["injection_id"], hits=len(out["hits"]),
                       chars=len(out["context"]), mode=out["mode"], fresh_embedded=len(fresh[0]) if fresh else 0)

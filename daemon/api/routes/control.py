@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
+from daemon.api.state import ApiState
 from engine import control
 from engine.errors import NotFoundError
 from engine.usecases.switches import SwitchChange, change_switch, current_switches

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
+from daemon.api.state import ApiState
 from daemon.replication_forget import config_file, replication_of, start_over, take_out
 from engine.errors import InputError
 from engine.memory import forget as forgetting

@@ -7,8 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
 from daemon.api.routes.common import iso
+from daemon.api.state import ApiState
 from engine.errors import InputError
 from engine.memory.ingest import parse_ts
 from engine.usecases.life import told_events

@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from daemon.api import validation
-from daemon.api.http import ApiState
+from daemon.api.state import ApiState
 
 
 async def get_openapi(request: web.Request, api: ApiState, body: None) -> dict[str, Any]:

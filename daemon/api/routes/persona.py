@@ -6,8 +6,8 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
 from daemon.api.routes.common import iso, persona_of
+from daemon.api.state import ApiState
 from engine.errors import NotFoundError
 from engine.persona import describe_persona
 from engine.usecases.state import read_companion

@@ -12,8 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
-from daemon.api.routes.common import PrecomputedEmbedder, iso, persona_of
+from daemon.api.routes.common import iso, persona_of
+from daemon.api.state import ApiState
 from engine.usecases.share import Offer, Receipt, offer, offer_text, receipt
 
 
@@ -47,8 +47,7 @@ async def post_receipt(request: web.Request, api: ApiState, body: dict[str, Any]
     passages = {}
     if text is not None:
         passages[text] = (await api.off_loop(base.embed_passages, [text]))[0]
-    got: Receipt = await api.db(request, receipt, PrecomputedEmbedder(base, passages=passages), share_id,
-                                body["turn_id"], now)
+    got: Receipt = await api.db(request, receipt, base, share_id, body["turn_id"], now, passages)
     if got.created:
         api.ctx.log.info("share.told", share_id=share_id, life_event_id=got.life_event_id,
                          turn_id=body["turn_id"], memory_id=got.memory_id)

@@ -8,8 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
 from daemon.api.routes.common import inner_view, persona_of
+from daemon.api.state import ApiState
 from engine import activity as act
 from engine.home import home_of
 from engine.usecases.state import StateRead, health_check, read_state

@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from daemon.api.http import ApiState
-from daemon.api.routes.common import PrecomputedEmbedder, mood_of, persona_of
+from daemon.api.routes.common import mood_of, persona_of
+from daemon.api.state import ApiState
 from engine.memory.ingest import TurnInput
 from engine.usecases.turns import TurnRecorded, record_turn
 
@@ -47,9 +47,9 @@ async def post_turn(request: web.Request, api: ApiState, body: dict[str, Any]) -
             indexer.wake()
     else:
         vectors = await api.off_loop(base.embed_passages, texts) if texts else []
-        embedder = PrecomputedEmbedder(base, passages=dict(zip(texts, vectors, strict=True)))
-        record = partial(record_turn, embed=True, injection_id=injection_id)
-        done = await api.db(request, record, api.settings, persona_of(api), embedder, turn, now)
+        record = partial(record_turn, embed=True, injection_id=injection_id,
+                         passages=dict(zip(texts, vectors, strict=True)))
+        done = await api.db(request, record, api.settings, persona_of(api), base, turn, now)
     if done.created:
         api.ctx.log.info("api.turn_recorded", turn_id=turn.turn_id, memories=len(done.memory_ids),
                          chars=sum(len(t) for t in texts), interrupted=done.interrupted,
