@@ -22,7 +22,12 @@ request the bench waits until the memory indexer has embedded it, as it has by t
 Both clocks are this process's perf_counter (client and fake upstream share it). Targets (issue 23, 2 cores):
 before_upstream p95 <= 80 ms, first_token_extra p95 <= 20 ms.
 
-Usage: python bench/chat.py [--memories 10000] [--requests 60] [--db PATH] [--think-s 1.0]
+`--query-threads 0,1` runs the daemon once per `[memory] query_embedding_threads` value (0: all cores),
+each on a fresh copy of the same database in the same run, and prints each variant's figures under
+"variants": a paired comparison of how many OpenMP threads a reply's query embedding should use when
+the cores are shared (the client and the fake upstream run on this machine too).
+
+Usage: python bench/chat.py [--memories 10000] [--requests 60] [--db PATH] [--think-s 1.0] [--query-threads 0,1]
 """
 
 from __future__ import annotations
@@ -178,13 +183,14 @@ async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pi
             "daemon_cpu_pct": round(100 * (cpu_s(pid) - cpu_start) / wall, 1), "daemon_rss_mb": rss_mb(pid)}
 
 
-async def run(db: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+async def run(db: Path, work: Path, args: argparse.Namespace, query_threads: int | None = None) -> dict[str, Any]:
     upstream = Upstream()
     await upstream.start()
     sock = str(work / "a.sock")
     config = work / "config.toml"
+    memory = "" if query_threads is None else f"[memory]\nquery_embedding_threads = {query_threads}\n"
     config.write_text(f'[log]\nlevel = "info"\nformat = "json"\n[api]\nsocket_path = "{sock}"\n'
-                      f'[model]\nbase_url = "{upstream.url}"\nname = "bench-model"\n', encoding="utf-8")
+                      f'[model]\nbase_url = "{upstream.url}"\nname = "bench-model"\n{memory}', encoding="utf-8")
     log = open(work / "daemon.log", "w")  # noqa: SIM115 - closed below
     daemon = subprocess.Popen([sys.executable, "-m", "daemon", "--config", str(config), "--db", str(db), "run"],
                               stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
@@ -247,6 +253,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--think-s", type=float, default=1.0, help="pause between requests (a user typing)")
     parser.add_argument("--db", type=Path, help="a database built before (kept; a copy is used)")
+    parser.add_argument("--query-threads", help="comma-separated [memory] query_embedding_threads values to pair, e.g. 0,1")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="anima-chat-bench-", dir="/tmp"))
     try:
@@ -259,9 +266,18 @@ def main() -> int:
         cpu_db = work / "cpu.db"
         shutil.copyfile(base, cpu_db)
         cpu = prepare_cpu(cpu_db, args.requests)
-        db = work / "anima.db"
-        shutil.copyfile(base, db)
-        result = {**cpu, **asyncio.run(run(db, work, args))}
+        if args.query_threads:
+            variants: dict[str, Any] = {}
+            for value in (int(v) for v in args.query_threads.split(",")):
+                db = work / f"anima-q{value}.db"
+                shutil.copyfile(base, db)
+                variants[f"query_threads={value or 'all'}"] = asyncio.run(run(db, work, args, value))
+                db.unlink()
+            result = {**cpu, "variants": variants}
+        else:
+            db = work / "anima.db"
+            shutil.copyfile(base, db)
+            result = {**cpu, **asyncio.run(run(db, work, args))}
         print(json.dumps({"memories": args.memories, "requests": args.requests, "cores": os.cpu_count(),
                           "load_avg_1m_before_after": [load_before, round(os.getloadavg()[0], 2)], **result},
                          ensure_ascii=False, indent=2))

