@@ -36,15 +36,21 @@ def sent_date(ts_iso: str | None) -> str | None:
     return ts_iso[:10] if ts_iso and len(ts_iso) >= 10 and ts_iso[4] == "-" else None
 
 
+def _iso_datetime(text: str) -> datetime | None:
+    """The one reading of an ISO 8601 time for both rules below: surrounding blanks ignored, 'Z' or 'z' for
+    UTC; None when it is not one (blank included), so each rule words its own refusal."""
+    try:
+        return datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def parse_instant(text: str, where: str, default_tz: str | None = None) -> float:
     """ISO 8601 to Unix seconds. A time without an offset is in `default_tz` (her zone, for operators'
     commands), else UTC (for clients, which should always send an offset). 'Z' is accepted."""
-    if not isinstance(text, str) or not text.strip():
+    parsed = _iso_datetime(text) if isinstance(text, str) else None
+    if parsed is None:
         raise InputError(f"{where} must be an ISO 8601 time such as 2026-06-01T22:00:00+08:00, got {text!r}")
-    try:
-        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{where} must be an ISO 8601 time such as 2026-06-01T22:00:00+08:00, got {text!r}") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=ZoneInfo(default_tz) if default_tz else UTC)
     return parsed.timestamp()
@@ -61,10 +67,9 @@ def parse_client_instant(text: object, where: str, now: float | None = None) -> 
         raise InputError(f"{where} must be an ISO 8601 time with an offset {example}, got {text!r}")
     if not text.isascii():
         raise InputError(f"{where} must be written in ASCII digits ({example}), got {text[:64]!r}")
-    try:
-        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{where} must be an ISO 8601 time with an offset {example}, got {text[:64]!r}") from None
+    parsed = _iso_datetime(text)
+    if parsed is None:
+        raise InputError(f"{where} must be an ISO 8601 time with an offset {example}, got {text[:64]!r}")
     if parsed.tzinfo is None:
         raise InputError(f"{where} {text[:64]!r} has no UTC offset; add one ('Z' or e.g. +08:00) so the instant "
                          "is unambiguous")

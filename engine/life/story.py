@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,59 +50,70 @@ def _title(item: Mapping[str, Any]) -> str:
     return f"《{item['title']}》"
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One activity's move along a list she works through in order: books, series, pieces, courses, projects."""
+
+    item: Mapping[str, Any]  # the one she was on
+    again: bool  # a second round of the list (a reread)
+    need: int  # how much of it there is (pages, minutes)
+    before: int  # how far she was before this activity
+    now: int  # how far she is after it: short of `need` unless it was finished
+    next: Mapping[str, Any] | None = None  # the one begun because `item` was finished
+
+
+def _step(progress: dict[str, Any], key: str, unit: str, items: Sequence[Mapping[str, Any]],
+          need: Callable[[Mapping[str, Any]], int], gained: int, scene: Scene) -> _Step:
+    """Move `progress[key]` (an index into `items` and its `unit` so far) on by `gained`, the one rule of every
+    list: the end is reached only by a completed activity, and the next item then starts from zero; short of
+    that, progress stops one unit before the end."""
+    cur = progress.get(key, {"index": 0, unit: 0})
+    item, again = _pick(items, cur["index"])
+    total, before = need(item), cur[unit]
+    now = before + gained
+    if now >= total and _done(scene):
+        nxt, _ = _pick(items, cur["index"] + 1)
+        progress[key] = {"index": cur["index"] + 1, unit: 0}
+        return _Step(item, again, total, before, now, nxt)
+    now = min(now, total - 1)
+    progress[key] = {"index": cur["index"], unit: now}
+    return _Step(item, again, total, before, now)
+
+
 def advance_book(state: dict[str, Any], scene: Scene, rng: random.Random, books: Sequence[Mapping[str, Any]]) -> Told:
     """Pages from minutes; the chapter follows the page; the last page only on a completed sitting, then a new book."""
-    cur = dict(state.get("book", {"index": 0, "page": 0}))
-    book, again = _pick(books, cur["index"])
     pages_read = max(1, round(scene.minutes / rng.uniform(*PAGE_MINUTES)))
-    total = int(book["pages"])
-    page = cur["page"] + pages_read
-    slots = {"book": _title(book), "pages": cn_count(pages_read, "页")}
+    step = _step(state, "book", "page", books, lambda book: int(book["pages"]), pages_read, scene)
+    slots = {"book": _title(step.item), "pages": cn_count(pages_read, "页")}
     event = None
-    if page >= total and _done(scene):
-        slots["pages"] = cn_count(max(1, total - cur["page"]), "页")
-        nxt, _ = _pick(books, cur["index"] + 1)
-        slots["next_book"] = _title(nxt)
-        cur = {"index": cur["index"] + 1, "page": 0}
+    if step.next is not None:
+        slots["pages"] = cn_count(max(1, step.need - step.before), "页")
+        slots["next_book"] = _title(step.next)
         event = "finished"
     else:
-        page = min(page, total - 1)
-        chapter = 1 + page * int(book["chapters"]) // total
-        slots["chapter"] = cn_ordinal(chapter, "章")
-        if cur["page"] == 0:
-            event = "new" if _done(scene) else None
-        cur = {"index": cur["index"], "page": page}
-    if again:
+        slots["chapter"] = cn_ordinal(1 + step.now * int(step.item["chapters"]) // step.need, "章")
+        if step.before == 0 and _done(scene):
+            event = "new"
+    if step.again:
         slots["again"] = "重读"
-    state["book"] = cur
     return Told(slots, event)
 
 
 def advance_show(state: dict[str, Any], scene: Scene, shows: Sequence[Mapping[str, Any]]) -> Told:
     """Episodes from minutes watched; the last episode only on a completed evening, then the next series."""
-    cur = dict(state.get("show", {"index": 0, "watched_min": 0}))
-    show, _ = _pick(shows, cur["index"])
-    episodes = int(show["episodes"])
-    watched = cur["watched_min"] + scene.minutes
-    seen = min(episodes, watched // EPISODE_MINUTES)
-    slots = {"show": _title(show)}
+    step = _step(state, "show", "watched_min", shows, lambda show: int(show["episodes"]) * EPISODE_MINUTES,
+                 scene.minutes, scene)
+    slots = {"show": _title(step.item)}
     if scene.minutes >= EPISODE_MINUTES * 3 // 4:  # "两集" is said of the time it takes, not of boundaries crossed
         count = round(scene.minutes / EPISODE_MINUTES)
         slots["eps"] = cn_count(count, "集")
         if count >= 2:
             slots["many_eps"] = slots["eps"]  # "一口气看了两集", never "一口气看了一集"
-    event = None
-    if seen >= episodes and _done(scene):
-        nxt, _ = _pick(shows, cur["index"] + 1)
-        slots["next_show"] = _title(nxt)
-        cur = {"index": cur["index"] + 1, "watched_min": 0}
-        event = "finished"
-    else:
-        watched = min(watched, episodes * EPISODE_MINUTES - 1)
-        slots["ep"] = cn_ordinal(min(episodes, 1 + watched // EPISODE_MINUTES), "集")
-        cur = {"index": cur["index"], "watched_min": watched}
-    state["show"] = cur
-    return Told(slots, event)
+    if step.next is not None:
+        slots["next_show"] = _title(step.next)
+        return Told(slots, "finished")
+    slots["ep"] = cn_ordinal(1 + step.now // EPISODE_MINUTES, "集")
+    return Told(slots)
 
 
 def advance_film(state: dict[str, Any], films: Sequence[str]) -> Told:
@@ -116,47 +127,26 @@ def advance_skill(state: dict[str, Any], track: str, scene: Scene, items: Sequen
                   stages: Sequence[str]) -> Told:
     """Practice minutes bring a piece through its stages; it becomes smooth once, on a completed session."""
     skills = dict(state.get("skills", {}))
-    cur = dict(skills.get(track, {"index": 0, "practice_min": 0}))
-    item, _ = _pick(items, cur["index"])
-    need = int(item["hours"] * 60)
-    practice = cur["practice_min"] + scene.minutes
-    slots = {"piece": str(item["name"])}
-    event = None
-    if practice >= need and _done(scene):
-        nxt, _ = _pick(items, cur["index"] + 1)
-        slots["next_piece"] = str(nxt["name"])
-        cur = {"index": cur["index"] + 1, "practice_min": 0}
-        event = "smooth"
-    else:
-        practice = min(practice, need - 1)
-        slots["stage"] = stages[min(len(stages) - 1, practice * len(stages) // need)]
-        if cur["practice_min"] == 0 and _done(scene):
-            event = "new"
-        cur = {"index": cur["index"], "practice_min": practice}
-    skills[track] = cur
+    step = _step(skills, track, "practice_min", items, lambda item: int(item["hours"] * 60), scene.minutes, scene)
     state["skills"] = skills
-    return Told(slots, event)
+    slots = {"piece": str(step.item["name"])}
+    if step.next is not None:
+        slots["next_piece"] = str(step.next["name"])
+        return Told(slots, "smooth")
+    slots["stage"] = stages[min(len(stages) - 1, step.now * len(stages) // step.need)]
+    return Told(slots, "new" if step.before == 0 and _done(scene) else None)
 
 
 def advance_course(state: dict[str, Any], scene: Scene, courses: Sequence[Mapping[str, Any]]) -> Told:
     """Lessons from minutes of study; a finished course is followed by the next one."""
-    cur = dict(state.get("course", {"index": 0, "studied_min": 0}))
-    course, _ = _pick(courses, cur["index"])
-    lessons = int(course["lessons"])
-    studied = cur["studied_min"] + scene.minutes
-    slots = {"course": str(course["name"])}
-    event = None
-    if studied >= lessons * LESSON_MINUTES and _done(scene):
-        nxt, _ = _pick(courses, cur["index"] + 1)
-        slots["next_course"] = str(nxt["name"])
-        cur = {"index": cur["index"] + 1, "studied_min": 0}
-        event = "finished"
-    else:
-        studied = min(studied, lessons * LESSON_MINUTES - 1)
-        slots["lesson"] = cn_ordinal(1 + studied // LESSON_MINUTES, "课")
-        cur = {"index": cur["index"], "studied_min": studied}
-    state["course"] = cur
-    return Told(slots, event)
+    step = _step(state, "course", "studied_min", courses, lambda course: int(course["lessons"]) * LESSON_MINUTES,
+                 scene.minutes, scene)
+    slots = {"course": str(step.item["name"])}
+    if step.next is not None:
+        slots["next_course"] = str(step.next["name"])
+        return Told(slots, "finished")
+    slots["lesson"] = cn_ordinal(1 + step.now // LESSON_MINUTES, "课")
+    return Told(slots)
 
 
 def advance_journal(state: dict[str, Any], scene: Scene, notebook_pages: int) -> Told:
@@ -176,28 +166,16 @@ def advance_journal(state: dict[str, Any], scene: Scene, notebook_pages: int) ->
 
 def advance_project(state: dict[str, Any], scene: Scene, projects: Sequence[Mapping[str, Any]]) -> Told:
     """Work hours move her studio project through its phases; it is delivered once, then the next one begins."""
-    cur = dict(state.get("project", {"index": 0, "work_min": 0}))
-    project, _ = _pick(projects, cur["index"])
-    phases: Sequence[str] = project["phases"]
-    need = int(project["hours"] * 60)
-    before = cur["work_min"] * len(phases) // need
-    worked = cur["work_min"] + scene.minutes
-    slots = {"project": str(project["name"])}
-    event = None
-    if worked >= need and _done(scene):
-        nxt, _ = _pick(projects, cur["index"] + 1)
-        slots["next_project"] = str(nxt["name"])
-        cur = {"index": cur["index"] + 1, "work_min": 0}
-        event = "delivered"
-    else:
-        worked = min(worked, need - 1)
-        phase = worked * len(phases) // need
-        slots["phase"] = str(phases[phase])
-        if phase > before and _done(scene):
-            event = "phase"
-        cur = {"index": cur["index"], "work_min": worked}
-    state["project"] = cur
-    return Told(slots, event)
+    step = _step(state, "project", "work_min", projects, lambda project: int(project["hours"] * 60),
+                 scene.minutes, scene)
+    phases: Sequence[str] = step.item["phases"]
+    slots = {"project": str(step.item["name"])}
+    if step.next is not None:
+        slots["next_project"] = str(step.next["name"])
+        return Told(slots, "delivered")
+    phase = step.now * len(phases) // step.need
+    slots["phase"] = str(phases[phase])
+    return Told(slots, "phase" if phase > step.before * len(phases) // step.need and _done(scene) else None)
 
 
 def advance_plant(state: dict[str, Any], scene: Scene, plants: Sequence[Mapping[str, Any]]) -> Told:
