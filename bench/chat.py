@@ -8,7 +8,8 @@ request the bench waits until the memory indexer has embedded it, as it has by t
 
 - `before_upstream_ms`: from the client sending the request to the upstream receiving it: reading the
   request, embedding the recall query, recall over N memories, her state, the offer and the prompt
-  (p50/p95; plain requests);
+  (p50/p95; plain requests); split into `_one_message` and `_with_turns_before` (a last message shorter
+  than SHORT_QUERY_CHARS is read with the two turns before it, so recall embeds the dialogue and each line);
 - `first_token_extra_ms`: streamed requests, from the upstream writing its first chunk to the client
   reading the first content chunk: what relaying through anima adds to the time to first token;
 - `first_token_total_ms`: client send to first content chunk (both of the above plus the upstream);
@@ -27,7 +28,10 @@ each on a fresh copy of the same database in the same run, and prints each varia
 "variants": a paired comparison of how many OpenMP threads a reply's query embedding should use when
 the cores are shared (the client and the fake upstream run on this machine too).
 
+`--env GOMP_SPINCOUNT=1000,30000` does the same for values of one environment variable of the daemon.
+
 Usage: python bench/chat.py [--memories 10000] [--requests 60] [--db PATH] [--think-s 1.0] [--query-threads 0,1]
+       [--env NAME=V1,V2]
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ from aiohttp import web
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from engine.usecases.chat import SHORT_QUERY_CHARS  # noqa: E402
+
 _spec = importlib.util.spec_from_file_location("bench_api", REPO / "bench" / "api.py")
 assert _spec is not None and _spec.loader is not None
 bench_api = importlib.util.module_from_spec(_spec)
@@ -125,6 +131,7 @@ async def indexed(session: aiohttp.ClientSession, wait_s: float = 10.0) -> None:
 
 async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pid: int) -> dict[str, Any]:
     before: list[float] = []
+    before_dialogue: list[float] = []  # short last messages, read with the two turns before them (4 texts embedded)
     first_extra: list[float] = []
     first_total: list[float] = []
     errors = 0
@@ -164,7 +171,8 @@ async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pi
                         first_extra.append((got_first - upstream.first_chunk_sent[-1]) * 1000)
                         first_total.append((got_first - sent) * 1000)
             if len(upstream.arrived) > arrived_before:
-                before.append((upstream.arrived[-1] - sent) * 1000)
+                short = len(question) < SHORT_QUERY_CHARS and len(history) > 1
+                (before_dialogue if short else before).append((upstream.arrived[-1] - sent) * 1000)
             history.append({"role": "assistant", "content": reply})
             await asyncio.sleep(think_s)
     wall = time.monotonic() - wall_start
@@ -177,13 +185,15 @@ async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pi
                 await resp.read()
             context.append((time.perf_counter() - sent) * 1000)
             await asyncio.sleep(think_s)
-    return {"context_ms": stats(context), "before_upstream_ms": stats(before), "first_token_extra_ms": stats(first_extra),
+    return {"context_ms": stats(context), "before_upstream_ms": stats(before + before_dialogue),
+            "before_upstream_ms_one_message": stats(before), "before_upstream_ms_with_turns_before": stats(before_dialogue), "first_token_extra_ms": stats(first_extra),
             "first_token_total_ms": stats(first_total), "errors": errors,
             "daemon_cpu_s_per_request": round((cpu_s(pid) - cpu_start) / max(1, requests), 3),
             "daemon_cpu_pct": round(100 * (cpu_s(pid) - cpu_start) / wall, 1), "daemon_rss_mb": rss_mb(pid)}
 
 
-async def run(db: Path, work: Path, args: argparse.Namespace, query_threads: int | None = None) -> dict[str, Any]:
+async def run(db: Path, work: Path, args: argparse.Namespace, query_threads: int | None = None,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
     upstream = Upstream()
     await upstream.start()
     sock = str(work / "a.sock")
@@ -193,7 +203,7 @@ async def run(db: Path, work: Path, args: argparse.Namespace, query_threads: int
                       f'[model]\nbase_url = "{upstream.url}"\nname = "bench-model"\n{memory}', encoding="utf-8")
     log = open(work / "daemon.log", "w")  # noqa: SIM115 - closed below
     daemon = subprocess.Popen([sys.executable, "-m", "daemon", "--config", str(config), "--db", str(db), "run"],
-                              stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+                              stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **(env or {})})
     try:
         await bench_api.wait_for_socket(sock, 180)
         await drive(sock, upstream, 6, 0.0, daemon.pid)  # warm-up: the model, the page cache, the caches
@@ -222,6 +232,7 @@ def prepare_cpu(db: Path, requests: int) -> dict[str, Any]:
     from engine.chat.prompt import load_template
     from engine.chat.request import parse_request
     from engine.memory.embed import make_embedder
+    from engine.memory.recall import query_lines
     from engine.settings import Settings
     from engine.store import connect
     from engine.usecases.chat import prepare_chat
@@ -236,9 +247,10 @@ def prepare_cpu(db: Path, requests: int) -> dict[str, Any]:
         question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（第{i}次）"
         chat = parse_request({"messages": [{"role": "user", "content": question}]})
         started = time.process_time()
-        vector = embedder.embed_queries([question])[0]
+        texts = list(dict.fromkeys([question, *query_lines(question)]))  # as the route does
+        known = dict(zip(texts, embedder.embed_queries(texts), strict=True))
         embedded = time.process_time()
-        prepare_chat(conn, settings, None, embedder, chat, "小安", parts, vector, time.time())
+        prepare_chat(conn, settings, None, embedder, chat, "小安", parts, known, time.time())
         done = time.process_time()
         if i >= 3:  # the first calls warm the caches
             embed_ms.append((embedded - started) * 1000)
@@ -253,6 +265,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--think-s", type=float, default=1.0, help="pause between requests (a user typing)")
     parser.add_argument("--db", type=Path, help="a database built before (kept; a copy is used)")
+    parser.add_argument("--env", metavar="NAME=V1,V2",
+                        help="pair values of one environment variable of the daemon, e.g. GOMP_SPINCOUNT=1000,30000")
     parser.add_argument("--query-threads", help="comma-separated [memory] query_embedding_threads values to pair, e.g. 0,1")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="anima-chat-bench-", dir="/tmp"))
@@ -266,7 +280,16 @@ def main() -> int:
         cpu_db = work / "cpu.db"
         shutil.copyfile(base, cpu_db)
         cpu = prepare_cpu(cpu_db, args.requests)
-        if args.query_threads:
+        if args.env:
+            name, _, values = args.env.partition("=")
+            variants_env: dict[str, Any] = {}
+            for value in values.split(","):
+                db = work / f"anima-{value}.db"
+                shutil.copyfile(base, db)
+                variants_env[f"{name}={value}"] = asyncio.run(run(db, work, args, env={name: value}))
+                db.unlink()
+            result = {**cpu, "variants": variants_env}
+        elif args.query_threads:
             variants: dict[str, Any] = {}
             for value in (int(v) for v in args.query_threads.split(",")):
                 db = work / f"anima-q{value}.db"
