@@ -33,8 +33,7 @@ from engine.life import checks  # noqa: E402
 from engine.life.calendar import DayKind  # noqa: E402
 from engine.life.world import WorldDay, world_day  # noqa: E402
 from engine.settings import Settings  # noqa: E402
-from engine.store import connect  # noqa: E402
-from engine.store import life as store  # noqa: E402
+from engine.usecases.simulate import read_kept_run  # noqa: E402
 
 # The three charts of the simulate tests and the README's demo companion.
 CHARTS = {"A": "1990-08-15 08:30", "B": "1985-12-01 22:10", "demo": "1998-04-12 09:30"}
@@ -83,13 +82,7 @@ def run_chart(settings: Settings, birth: str, start: float, days: int, year_days
                           birth=(birth, settings.companion.demo_tz, settings.companion.bazi_sect),
                           name=settings.companion.demo_name, keep=str(kept))
         cpu_s = time.process_time() - began
-        conn = connect(kept)
-        try:
-            events = store.life_events(conn, told_only=False)
-            rows = store.activities(conn, -1e18, 1e18)
-            seed = (store.get_inner_state(conn) or {}).get("seed_key") or "anima"
-        finally:
-            conn.close()
+        rows, events, seed = read_kept_run(kept)
 
     @cache
     def world(date: dt.date) -> WorldDay:

@@ -138,20 +138,13 @@ def test_a_year_of_a_new_york_teacher_has_no_slip(tmp_path) -> None:  # type: ig
     from zoneinfo import ZoneInfo
 
     from engine.life import checks
-    from engine.store import connect
-    from engine.store import life as store
+    from engine.usecases.simulate import read_kept_run
 
     home = Home("纽约", "America/New_York", "teacher")
     kept = tmp_path / "year.db"
     simulate(S, days=365, start=parse_start("2026-01-05T04:00", home.tz), birth=BIRTH, name="小安", step_s=3600.0,
              keep=str(kept), home=home)
-    conn = connect(kept)
-    try:
-        events = store.life_events(conn, told_only=False)
-        rows = store.activities(conn, -1e18, 1e18)
-        seed = (store.get_inner_state(conn) or {}).get("seed_key") or "anima"
-    finally:
-        conn.close()
+    rows, events, seed = read_kept_run(kept)
 
     @cache
     def world(date: dt.date):  # type: ignore[no-untyped-def]

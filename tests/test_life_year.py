@@ -19,8 +19,7 @@ from daemon.cli.cmd_simulate import parse_start, simulate
 from engine.life import checks
 from engine.life.world import WorldDay, world_day
 from engine.settings import Settings
-from engine.store import connect
-from engine.store import life as store
+from engine.usecases.simulate import read_kept_run
 
 S = Settings()
 START = parse_start("2026-01-05T04:00", S.life.tz)   # a Monday in January of a year chinese-calendar knows
@@ -31,13 +30,7 @@ BIRTH = ("1990-08-15 08:30", "Asia/Shanghai", 2)
 def test_a_simulated_year_has_no_narration_inconsistency(tmp_path: Path) -> None:
     kept = tmp_path / "year.db"
     simulate(S, days=365, start=START, birth=BIRTH, name="小安", step_s=3600.0, keep=str(kept))
-    conn = connect(kept)
-    try:
-        events = store.life_events(conn, told_only=False)
-        rows = store.activities(conn, -1e18, 1e18)
-        seed = (store.get_inner_state(conn) or {}).get("seed_key") or "anima"
-    finally:
-        conn.close()
+    rows, events, seed = read_kept_run(kept)
     home = getattr(S.life, "city", S.companion.demo_place)
 
     @cache

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from engine import activity as act
@@ -16,8 +17,8 @@ from engine.life import machine, record
 from engine.memory.ingest import TurnInput
 from engine.persona import Persona
 from engine.settings import Settings
+from engine.store import connect, transaction
 from engine.store import life as life_store
-from engine.store import transaction
 
 
 def run_life(conn: Any, settings: Settings, persona: Persona, start: float, stop: float,
@@ -99,3 +100,16 @@ def quiet_beats(conn: Any, settings: Settings, persona: Persona, kind: str, beat
 def life_between(conn: Any, since: float, until: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Her activities and life events (told or not: the operator's own run) from `since` to `until`."""
     return life_store.activities(conn, since, until), life_store.life_events(conn, since, until, told_only=False)
+
+
+def read_kept_run(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """A run kept by `anima simulate --keep`: all her activities, all her life events (told or not) and the
+    seed of her world (what world_day needs to rebuild the days she lived), for the checks that read it back."""
+    conn = connect(path, readonly=True)
+    try:
+        rows = life_store.activities(conn, -1e18, 1e18)
+        events = life_store.life_events(conn, told_only=False)
+        seed = (life_store.get_inner_state(conn) or {}).get("seed_key") or "anima"
+    finally:
+        conn.close()
+    return rows, events, seed
