@@ -33,13 +33,14 @@ from tests.api_support import T0, HashEmbedder, RecordingLog
 REPO = Path(__file__).resolve().parent.parent
 
 
-def make_companion(folder: Path, handle: str, name: str = "A") -> Path:
+def make_companion(folder: Path, handle: str, name: str = "A", *, now: float = T0, home: Any = None) -> Path:
+    """Her file `<handle>.db` in `folder`, created a day before `now`; `home` (engine.home.Home): where she lives."""
     path = folder / f"{handle}.db"
     conn = connect(path)
     try:
-        migrate(conn, T0)
+        migrate(conn, now)
         create_companion(conn, name=name, birth_local="1998-04-12 09:30", tz="Asia/Shanghai", place=None,
-                         sect=2, now=T0 - 86400)
+                         sect=2, now=now - 86400, home=home)
         with transaction(conn):
             set_companion_handle(conn, handle)
     finally:

@@ -101,20 +101,10 @@ async def test_a_zone_first_seen_at_a_firing_gets_its_own_jobs(tmp_path: Path) -
 async def test_a_directory_host_serves_each_companion_in_her_own_zone(tmp_path: Path) -> None:
     from zoneinfo import ZoneInfo as Zone
 
-    from engine.store import transaction
-    from engine.store.core import set_companion_handle
-    from tests.test_host import advance, make_host
+    from tests.test_host import advance, make_companion, make_host
 
     for handle, city in (("sh", "上海"), ("ny", "纽约")):
-        conn = connect(tmp_path / f"{handle}.db")
-        try:
-            migrate(conn, now=START)
-            create_companion(conn, name=city, birth_local="1998-03-04 05:06", tz="Asia/Shanghai", place=None,
-                             sect=2, now=START - 86400, home=choose_home(HOST, city_name=city, role_name="护士"))
-            with transaction(conn):
-                set_companion_handle(conn, handle)
-        finally:
-            conn.close()
+        make_companion(tmp_path, handle, city, now=START, home=choose_home(HOST, city_name=city, role_name="护士"))
     clock = FakeClock(START)
     host = make_host(tmp_path, clock, interval_s=5.0, watch_s=0.0)
     await host.start()

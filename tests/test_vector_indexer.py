@@ -135,12 +135,19 @@ async def wait_for_no_pending(api: ApiHarness, timeout_s: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_turn_returns_before_embedding_and_health_reports_pending_then_zero(tmp_path: Path) -> None:
+async def gated_memory(tmp_path: Path) -> tuple[ApiHarness, GatedEmbedder, MemoryComponent]:
+    """The API and the memory part, started, with a model that blocks until its gate is set."""
     api = await ApiHarness(tmp_path).start()
     model = GatedEmbedder()
     memory = MemoryComponent(embedder=model)
     assert api.ctx is not None
     await memory.start(api.ctx)
+    return api, model, memory
+
+
+async def test_turn_returns_before_embedding_and_health_reports_pending_then_zero(tmp_path: Path) -> None:
+    api, model, memory = await gated_memory(tmp_path)
+    assert api.ctx is not None
     try:
         status, body = await api.call("POST", "/v1/turns", turn("t1", "我的猫芝麻今天去打疫苗了", "芝麻好勇敢"))
         assert status == 200 and len(body["memory_ids"]) == 2  # answered while the model is still blocked
@@ -159,11 +166,8 @@ async def test_turn_returns_before_embedding_and_health_reports_pending_then_zer
 
 
 async def test_stop_during_a_batch_writes_nothing_and_the_next_start_indexes_it(tmp_path: Path) -> None:
-    api = await ApiHarness(tmp_path).start()
-    model = GatedEmbedder()
-    memory = MemoryComponent(embedder=model)
+    api, model, memory = await gated_memory(tmp_path)
     assert api.ctx is not None
-    await memory.start(api.ctx)
     status, _ = await api.call("POST", "/v1/turns", turn("t1", "下周去上海面试", "我陪你准备"))
     assert status == 200
     while model.calls == 0:  # the indexer has taken the batch and is embedding it
@@ -204,11 +208,8 @@ def test_cli_ingest_defer_embedding_then_reembed_pending(tmp_path: Path, capsys:
 async def test_a_stop_does_not_wait_for_a_batch_that_cannot_get_the_cpu(tmp_path: Path) -> None:
     """The indexer embeds at idle priority: on a busy machine its batch may not run for as long as the load
     lasts (a `.stop` once waited 20 s and more for it). The gate stands for that CPU: closed until after the stop."""
-    api = await ApiHarness(tmp_path).start()
-    model = GatedEmbedder()
-    memory = MemoryComponent(embedder=model)
+    api, model, memory = await gated_memory(tmp_path)
     assert api.ctx is not None
-    await memory.start(api.ctx)
     try:
         status, _ = await api.call("POST", "/v1/turns", turn("t1", "下周去上海面试", "我陪你准备"))
         assert status == 200
