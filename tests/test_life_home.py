@@ -159,3 +159,18 @@ def test_a_year_of_a_new_york_teacher_has_no_slip(tmp_path) -> None:  # type: ig
     assert not [t for t in said if "工作室" in t]
     # her parents' home is still 老家 (a 中秋 call home); the city's places and trains are not hers
     assert not [t for t in said if any(w in t for w in HANGZHOU_ONLY if w != "老家")]
+
+
+def test_a_bad_day_at_work_is_not_named_at_the_end_of_every_sentence() -> None:
+    """A reader found 「想起学生打架的事，心里还是有点委屈」 closing 7 sentences of one day: a cause of her own day
+    is named now and then (the `dwell` chance of narration.toml), like a cause the user told her."""
+    home = choose_home(S, city_name="纽约", role_name="中学老师")
+    causes = role_causes(role(home.role))
+    assert causes is not None  # a teacher does not draw: her causes are her role's
+    bad = causes["bad"]
+    per_day: dict[str, int] = {}
+    for ts, text in lived(home, "2025-11-24T04:00", 14):
+        if any(cause in text for cause in bad):
+            per_day[ts[:10]] = per_day.get(ts[:10], 0) + 1
+    assert per_day, "no bad day at work in two weeks: the check would read nothing"
+    assert max(per_day.values()) <= 3, per_day
