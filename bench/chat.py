@@ -280,21 +280,19 @@ def main() -> int:
         cpu_db = work / "cpu.db"
         shutil.copyfile(base, cpu_db)
         cpu = prepare_cpu(cpu_db, args.requests)
+        # Each variant: a label, [memory] query_embedding_threads (None: the default) and daemon environment.
+        paired: list[tuple[str, int | None, dict[str, str]]] = []
         if args.env:
             name, _, values = args.env.partition("=")
-            variants_env: dict[str, Any] = {}
-            for value in values.split(","):
-                db = work / f"anima-{value}.db"
-                shutil.copyfile(base, db)
-                variants_env[f"{name}={value}"] = asyncio.run(run(db, work, args, env={name: value}))
-                db.unlink()
-            result = {**cpu, "variants": variants_env}
+            paired = [(f"{name}={value}", None, {name: value}) for value in values.split(",")]
         elif args.query_threads:
+            paired = [(f"query_threads={int(v) or 'all'}", int(v), {}) for v in args.query_threads.split(",")]
+        if paired:
             variants: dict[str, Any] = {}
-            for value in (int(v) for v in args.query_threads.split(",")):
-                db = work / f"anima-q{value}.db"
+            for i, (label, query_threads, env) in enumerate(paired):
+                db = work / f"anima-{i}.db"
                 shutil.copyfile(base, db)
-                variants[f"query_threads={value or 'all'}"] = asyncio.run(run(db, work, args, value))
+                variants[label] = asyncio.run(run(db, work, args, query_threads, env))
                 db.unlink()
             result = {**cpu, "variants": variants}
         else:
