@@ -138,11 +138,12 @@ class Proc:
 
 
 class RssSampler:
-    """VmRSS each second while the daemon runs: the whole run's max, not only the end."""
+    """VmRSS and the thread count each second while the daemon runs: the whole run's max, not only the end."""
 
     def __init__(self, proc: Proc):
         self.proc = proc
         self.samples: list[float] = []
+        self.threads: list[int] = []  # one a sample, beside `samples`
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -153,6 +154,7 @@ class RssSampler:
         while not self._stop.is_set():
             with contextlib.suppress(OSError):
                 self.samples.append(self.proc.status_mb("VmRSS"))
+                self.threads.append(self.proc.threads())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), 1.0)
 
@@ -425,7 +427,8 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
         served = served_handles(listing)
         out["start"] = {"ready_s": round(time.monotonic() - began, 1), "served": len(served),
                         "loadavg_1m": round(os.getloadavg()[0], 2),
-                        "faulted": len(faulted_handles(listing)), "rss_mb_at_ready": proc.status_mb("VmRSS")}
+                        "faulted": len(faulted_handles(listing)), "rss_mb_at_ready": proc.status_mb("VmRSS"),
+                        "threads_max": max(rss.threads, default=None)}
         await asyncio.sleep(args.settle_seconds)
 
         # idle
@@ -463,6 +466,7 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
                        "cpu_percent": round(100 * (c1 - c0) / (t1 - t0), 3),
                        "cpu_percent_per_10s": trace,
                        "rss_mb_max": max(idle_rss), "rss_mb_end": idle_rss[-1], "threads": proc.threads(),
+                       "threads_max": max(rss.threads[rss_from:], default=None),
                        "heartbeat_lag": lag, "loadavg_1m": round(os.getloadavg()[0], 2)}
         out["caches"] = find_caches(health) or find_caches(listing)
         if args.lag_seconds > 0 and not exposed:
@@ -516,6 +520,7 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
     finally:
         await rss.stop()
         out["rss"] = {"vmrss_mb_max": max(rss.samples) if rss.samples else None,
+                      "threads_max": max(rss.threads, default=None),
                       "vmhwm_mb": proc.status_mb("VmHWM") if daemon.poll() is None else None}
         daemon.send_signal(signal.SIGTERM)
         try:
