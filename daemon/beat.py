@@ -60,7 +60,7 @@ class BeatInput:
     api_step: Any  # the API's part of the beat (her token digests), a function of the connection, or None
     checkpoint: bool  # a PASSIVE checkpoint is due this beat (a TRUNCATE one whenever the WAL is past its bound)
     clock_step: tuple[float, float] | None  # (step_s, elapsed_s) when the wall clock was stepped since the last beat
-    checkpoint_here: bool = True  # False on the beat lane: a due checkpoint (an fsync) is left to her lane
+    checkpoint_here: bool = True  # False on the beat lane: a due checkpoint (an fsync) runs after the lane's group
     # What the last beat left (BeatResult.seen, .switches, .memory_high): when nothing was written to her file
     # since, by another process (data_version) or on her own connection (total_changes), this beat reuses them.
     seen: tuple[int, int] | None = None
@@ -301,11 +301,12 @@ STEPS: tuple[BeatStep, ...] = (
 
 def beat_on(conn: Conn, settings: Settings, persona: Persona | None, has_companion: bool, beat: BeatInput,
             on_lane: bool) -> BeatResult:
-    """`beat_batch` on her lane, or on the host's beat lane (daemon/beat_lane.py), where nothing may wait.
+    """`beat_batch` on her own thread, or on the host's beat lane (daemon/beat_lane.py), where nothing may wait.
 
     On the lane, her write lock is taken without the busy timeout: when another process holds it (an
-    `anima` command writing her file), the beat is handed back (Deferred) to wait on her lane,
-    and a due checkpoint (an fsync) is left to her lane too.
+    `anima` command writing her file), the beat is handed back (Deferred) to wait on her own thread,
+    and a due checkpoint (an fsync) is left out of the beat: it runs after the lane's group
+    (daemon/companion_beat.CompanionBeat._checkpoint_after).
     """
     if not on_lane:
         return _timed(beat_batch(conn, settings, persona, has_companion, beat), beat)
@@ -419,6 +420,25 @@ def checkpoint_mode(wal_path: str, due: bool) -> str | None:
 def run_checkpoint(conn: Conn, mode: str) -> tuple[int, int, int]:
     busy, frames, copied = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
     return int(busy), int(frames), int(copied)
+
+
+def checkpoint_on(mode: str, conn: Conn, on_lane: bool) -> tuple[int, int, int]:
+    """A checkpoint her beat left due, as a beat lane's work (daemon/beat_lane.LaneBeat).
+
+    A PASSIVE one waits for nobody. A TRUNCATE one waits for readers and writers (the busy timeout),
+    which the beat lane must not: there it tries without waiting, and when someone holds her file
+    it is handed back (Deferred) to wait on her own thread.
+    """
+    if not on_lane or mode == "PASSIVE":
+        return run_checkpoint(conn, mode)
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        outcome = run_checkpoint(conn, mode)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if outcome[0]:
+        raise Deferred("a reader or writer holds her WAL")
+    return outcome
 
 
 def beat_failed(out: BeatResult, step: str) -> bool:

@@ -1,15 +1,17 @@
 """One thread that runs a many-companion host's heartbeats: a second's group back to back, while the CPU is warm.
 
-Each companion's calls go to her lane on the DB pool (daemon/db.py, daemon/db_pool.py), and her beat
-used to hop onto it: 1,000 companions meant ~17 thread wake-ups a second, each finding a thread's stack
-and the CPU's caches cold, plus a wake-up of the event loop to hear back. The lane takes a group in ONE hand-off, runs
-each beat on her connection in turn (AsyncStore.run_if_free: the connection's lock keeps it to one
-thread at a time) and answers the loop once for the group.
+Each companion's calls go to her aiosqlite connection's thread (daemon/db.py), which runs only while
+she has work; her beat used to hop onto a thread of its own: 1,000 companions meant ~17 thread wake-ups a
+second, each finding a thread's stack and the CPU's caches cold, plus a wake-up of the event loop to
+hear back. The lane takes a group in ONE hand-off, runs each beat on her connection in turn
+(AsyncStore.run_if_free: the connection's lock keeps it to one thread at a time) and answers the loop
+once for the group. The checkpoint a beat leaves due comes back as a group of its own, after the
+group that left it (daemon/companion_beat.py), so a companion at rest needs no thread of hers at all.
 
-A companion whose thread is busy (a consolidation, a forget, a long recall) is not waited for: her
-beat is queued on her lane (`enqueue`) and the group goes on, so one slow companion never
+A companion whose connection is busy (a consolidation, a forget, a long recall) is not waited for: her
+beat is queued on her own thread (`enqueue`) and the group goes on, so one slow companion never
 delays another's beat. Her own work may also hand a beat back (`Deferred`), e.g. when another
-process holds her file's write lock: it then waits its turn on her lane (a pool thread), not on the beat lane.
+process holds her file's write lock: it then waits its turn on her thread, not on the beat lane.
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ STOP_JOIN_S = 5.0
 
 
 class Deferred(Exception):
-    """Raised by a beat on the lane that must run on her lane instead (it would wait there)."""
+    """Raised by a beat on the lane that must run on her own thread instead (it would wait there)."""
 
 
 @dataclass
 class LaneBeat:
-    store: Any  # daemon.db.AsyncStore: run_if_free from the beat lane, enqueue on her lane
+    store: Any  # daemon.db.AsyncStore: run_if_free from the beat lane, enqueue on her own thread
     future: asyncio.Future[Any]
     work: Callable[[Any, bool], Any]  # work(conn, on_lane): her beat; Deferred when it must not run on the lane
 
@@ -41,7 +43,7 @@ class BeatLane:
         self._queue: queue.SimpleQueue[list[LaneBeat] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="anima-beats", daemon=True)
         self.groups = 0
-        self.handed_back = 0  # beats that went to their own lane (busy, or Deferred)
+        self.handed_back = 0  # beats that went to their own thread (busy, or Deferred)
 
     def start(self) -> None:
         self._thread.start()

@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from daemon.beat import BeatInput, BeatResult, apply_beat, beat_on, run_checkpoint
+from daemon.beat import BeatInput, BeatResult, apply_beat, beat_on, checkpoint_on, run_checkpoint
+from daemon.beat_lane import BeatLane, LaneBeat
 from daemon.clock import wall_step
 from daemon.component import ApiSteps, DaemonContext, JobSlots
 from engine.control import CHANGED_EVENT, DEPRECATED_EVENT, Switches
@@ -37,6 +39,7 @@ class CompanionBeat:
 
     def __init__(self, ctx: DaemonContext, log: Any, *, handle: str | None,
                  worker: Callable[[], JobSlots | None], api: Callable[[], ApiSteps | None],
+                 lane: Callable[[], BeatLane | None] = lambda: None,
                  jobs_every: int = 1, checkpoint_every: int = 0, cycle_offset: int = 0):
         self.ctx = ctx
         self.log = log
@@ -44,6 +47,7 @@ class CompanionBeat:
         self.clock = ctx.clock
         self._worker = worker
         self._api = api
+        self._lane = lane  # a host's beat lane: her checkpoints run on it (None: on her own thread)
         self.jobs_every = jobs_every
         self.checkpoint_every = checkpoint_every  # 0: her checkpoints are the process's own checkpointer's
         self.cycle_offset = cycle_offset
@@ -184,18 +188,35 @@ class CompanionBeat:
         if api is not None:
             api.apply(self.handle, self.ctx, digests)
 
-    # -- her checkpoint, when the beat lane left it to her lane ----------------------------------------------
+    # -- her checkpoint, when the beat left it due ---------------------------------------------------------------
     def _checkpoint_after(self, result: BeatResult) -> None:
+        """Run the checkpoint her beat on the beat lane left due: on the beat lane again, after its group.
+
+        Not inside her beat: its fsync (~4 ms) would delay the beats after hers in the group. Not on her
+        own thread either: at rest she has none, and starting one for each checkpoint (every 8th beat)
+        was what an idle host's companions still started threads for (issue 26's census, bench/many.py).
+        """
         if result.checkpoint is not None:
             self._log_checkpoint(result.checkpoint)
-        elif result.checkpoint_mode is not None:  # the beat lane left it to her lane (its fsync must not hold the beat lane)
+            return
+        mode = result.checkpoint_mode
+        if mode is None:
+            return
+        lane = self._lane()
+        if lane is None:
             with contextlib.suppress(ValueError):  # closing: her close checkpoints anyway
-                self.ctx.store.submit(run_checkpoint, result.checkpoint_mode).add_done_callback(self._checkpoint_done)
+                self.ctx.store.submit(run_checkpoint, mode).add_done_callback(self._checkpoint_done)
+            return
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(self._checkpoint_done)
+        lane.submit([LaneBeat(self.ctx.store, future, functools.partial(checkpoint_on, mode))])
 
     def _checkpoint_done(self, done: asyncio.Future[Any]) -> None:
         if done.cancelled():
             return
         exc = done.exception()
+        if isinstance(exc, ValueError) and "closed" in str(exc):
+            return  # she closed meanwhile: her close checkpoints anyway
         if exc is not None:
             self.log.error("component.failed", component="checkpoint", error=type(exc).__name__, detail=str(exc)[:200])
         else:

@@ -153,11 +153,15 @@ class Host:
         return self.lag_stats.summary(self.clock.monotonic(), self.settings.heartbeat.lag_warn_ms)
 
     def db_threads(self) -> dict[str, int]:
-        """The shared DB threads (GET /v1/health's db_threads): a few however many companions, a peak under load."""
-        if self.shared is None:
-            return {"threads": 0, "idle": 0, "peak": 0}
-        pool = self.shared.db_pool
-        return {"threads": pool.threads, "idle": pool.idle, "peak": pool.peak_threads}
+        """The companions' connection threads (GET /v1/health's db_threads): one for each who has work now.
+
+        `threads` counts the process's aiosqlite threads alive (daemon/db.py), `idle` those of them with
+        no call queued (waiting out their idle time), `peak` the most alive at once since start.
+        """
+        from daemon.db import THREADS
+
+        busy = sum(1 for rt in self.runtimes.values() if rt.ctx is not None and rt.ctx.store.busy)
+        return {"threads": THREADS.alive, "idle": max(0, THREADS.alive - busy), "peak": THREADS.peak}
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -175,7 +179,7 @@ class Host:
         self.shared = Shared(embedder=embedder, index_queue=IndexQueue(gate), worker=SharedWorker(), gate=gate,
                              socket=str(host_socket(self).absolute()))
         self.shared.index_queue.start()
-        self.lane = BeatLane(asyncio.get_running_loop())
+        self.lane = self.shared.beat_lane = BeatLane(asyncio.get_running_loop())
         self.lane.start()
         await self.scan(retry_faults=True)
         self.calendar = Calendar(self.companion_settings, self.clock, self._calendar_targets, self.log)
@@ -325,7 +329,7 @@ class Host:
         One thread runs the group back to back (daemon/beat_lane.py): started together on their own
         threads, a second's beats contend for the one interpreter lock and cost more than run in turn
         (measured: bench/many.py's note), and each hop to a thread of its own finds that thread cold.
-        A companion whose connection is busy gets her beat on her own lane; the group goes on.
+        A companion whose connection is busy gets her beat on her own thread; the group goes on.
         """
         due = self.schedule.pop_due(mono)
         group: list[LaneBeat] = []
@@ -523,6 +527,8 @@ class Host:
         if self.lane is not None:
             await asyncio.to_thread(self.lane.stop)
             self.lane = None
+            if self.shared is not None:
+                self.shared.beat_lane = None
         if self.shared is not None:
             await self.shared.index_queue.stop()
         self.notifier.close()

@@ -5,12 +5,12 @@ list of steps as single-file mode's (daemon/beat.py), run the same way (daemon/c
 ONE call on her connection, one write transaction, since a thread hop costs ~0.1 ms of CPU and 1,000
 companions beating every 60 s must fit in 2 % of a core. The host runs that call on its beat lane
 (daemon/beat_lane.py: one thread, a second's group back to back) when her connection is idle, and on
-her lane of the DB pool when it is not; the job and checkpoint steps come round every few beats here.
+her connection's own thread when it is not; the job and checkpoint steps come round every few beats here.
 
-What is shared (the embedding model, the indexing loop and its thread, the job slots, the interactive gate)
-comes in as `Shared`; what is hers (lock, connection and its lane, persona, indexer watermark,
-event cursor) lives here, so a slow companion only ever blocks her own lane (the beat lane never waits for her;
-the DB pool starts a thread when every one is busy).
+What is shared (the embedding model, the indexing loop and its thread, the job slots, the interactive gate,
+the beat lane) comes in as `Shared`; what is hers (lock, connection and its aiosqlite thread, persona,
+indexer watermark, event cursor) lives here, so a slow companion only ever blocks her own thread (the beat
+lane never waits for her).
 """
 
 from __future__ import annotations
@@ -18,18 +18,18 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from daemon.app import prepare_database
 from daemon.beat import BeatResult
+from daemon.beat_lane import BeatLane
 from daemon.checkpoint import hand_over_checkpoints
 from daemon.clock import Clock
 from daemon.companion_beat import ApiBeat, CompanionBeat, record_stop
 from daemon.component import DaemonContext
 from daemon.db import AsyncStore
-from daemon.db_pool import DbPool
 from daemon.index_queue import IndexQueue
 from daemon.life_component import resume_life
 from daemon.memory_component import VectorIndexer
@@ -51,8 +51,8 @@ from engine.store.types import Conn
 # OS cache either way. RSS is then bounded by config. Her connection has no lookaside pool either
 # (engine/store/lookaside.py: 32 KiB a connection, for a hundredth of a millisecond a beat).
 PAGE_CACHE_KIB = 16
-# A PASSIVE checkpoint copies the beat's few pages and fsyncs the file: 0.35 ms of CPU and ~4 ms of her
-# DB lane each time (measured here), more than the rest of the beat. Every 8th beat (2 min at 15 s)
+# A PASSIVE checkpoint copies the beat's few pages and fsyncs the file: 0.35 ms of CPU and ~4 ms of the
+# thread it runs on (measured here), more than the rest of the beat. Every 8th beat (2 min at 15 s)
 # it is 0.04 ms a beat, and her WAL holds at most ~8 beats of pages (plus her chats, which the size
 # bound below still caps at WAL_SOFT_LIMIT_BYTES, checked every beat).
 CHECKPOINT_EVERY_BEATS = 8
@@ -70,7 +70,7 @@ class Shared:
     worker: SharedWorker  # bounded job slots across companions
     gate: InteractiveGate  # the one interactive gate: background work yields to any companion's reply
     api: ApiBeat | None = None  # the API's share of each beat, once the API listens
-    db_pool: DbPool = field(default_factory=DbPool)  # the threads every companion's connection calls run on
+    beat_lane: BeatLane | None = None  # the one thread her beats and their checkpoints run on (the host starts it)
     socket: str = ""  # the host's API socket, recorded in each companion's start event (status and doctor read it)
 
 
@@ -161,7 +161,7 @@ class CompanionRuntime:
         served_by = {"mode": "directory", "handle": self.handle, "socket": self.shared.socket}
         recovered = await asyncio.to_thread(prepare_database, self.db_path, self.settings, now, self.log, served_by)
         self.schema = int(recovered["schema"])
-        store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB, lookaside=False, pool=self.shared.db_pool).open()
+        store = await AsyncStore(self.db_path, cache_kib=PAGE_CACHE_KIB, lookaside=False).open()
         shared = self.shared
         ctx = DaemonContext(settings=self.settings, db_path=self.db_path, clock=self.clock, store=store,
                             log=self.log, started_at=now, last_beat_at=now, embedder=shared.embedder,
@@ -178,7 +178,7 @@ class CompanionRuntime:
         # Where her jobs and checkpoint beats fall in the cycle: companions opened together would otherwise
         # all run them in the same minute (a thousand jobs steps at once every 4th, checkpoints every 8th).
         heart = CompanionBeat(ctx, self.log, handle=self.handle, worker=lambda: shared.worker,
-                              api=lambda: shared.api, jobs_every=JOBS_EVERY_BEATS,
+                              api=lambda: shared.api, lane=lambda: shared.beat_lane, jobs_every=JOBS_EVERY_BEATS,
                               checkpoint_every=CHECKPOINT_EVERY_BEATS,
                               cycle_offset=zlib.crc32(self.handle.encode()) % (JOBS_EVERY_BEATS * CHECKPOINT_EVERY_BEATS))
         heart.event_cursor = await store.call(oplog.start_cursor)
@@ -191,7 +191,7 @@ class CompanionRuntime:
         self.heart = heart
 
     async def beat(self, due_mono: float) -> float:
-        """One heartbeat on her lane; returns its lag in ms (how late it started against its due time)."""
+        """One heartbeat on her own thread; returns its lag in ms (how late it started against its due time)."""
         assert self.heart is not None
         await self.heart.beat(due_mono)
         return self.heart.last_lag_ms

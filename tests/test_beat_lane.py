@@ -67,7 +67,8 @@ async def test_a_group_runs_on_the_lane_and_health_reports_its_lags(tmp_path: Pa
             await idle_threads(host)
             await one_beat(host, clock)
         assert [beats_of(tmp_path / f"{h}.db") for h in ("a1", "b2", "c3")] == [3, 3, 3]
-        assert host.lane is not None and host.lane.groups == 3
+        # Three groups of beats, none handed back; a checkpoint a beat left due is a group of its own after it.
+        assert host.lane is not None and host.lane.groups >= 3 and host.lane.handed_back == 0
         body = await host_health(None, SimpleNamespace(registry=host, settings=host.settings), None)  # type: ignore[arg-type]
         validation.validate_response(validation.operations()[("GET", "/v1/health")], 200, body)
         lag = body["heartbeat_lag"]
@@ -98,7 +99,7 @@ async def test_a_file_another_process_is_writing_gets_its_beat_on_its_own_thread
             writer.close()
 
 
-async def test_a_due_checkpoint_runs_on_her_own_thread_and_empties_the_wal(tmp_path: Path) -> None:
+async def test_a_due_checkpoint_runs_on_the_lane_after_its_group_and_empties_the_wal(tmp_path: Path) -> None:
     async with served(tmp_path, "a1", **ONE_SLOT) as (host, clock):
         await advance(host, clock, 40.0)  # every 8th beat is a checkpoint beat
         await idle_threads(host)  # after any queued checkpoint
