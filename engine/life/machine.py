@@ -25,7 +25,7 @@ from engine.life.effects import CloseSuspended, Effect, EndActivity, LifeEvent, 
 from engine.life.fallback import abandoned_text, completion_text, details_for, resumed_text
 from engine.life.localtime import HOUR, MINUTE, day_of, local_time, rng_for
 from engine.life.narrate import StoryState, deadline_near, narrate, tail_of
-from engine.life.plan import make_plan, next_anchor
+from engine.life.plan import DayPlan, make_plan, next_anchor
 from engine.life.scene import Companion, Moment, Outcome, Scene
 from engine.life.state import LifeContext, LifeState, energy_params, world_of
 from engine.life.story import away_ids
@@ -160,7 +160,7 @@ def replan_from(ctx: LifeContext, state: LifeState, t: float, mood_on: bool = Tr
         ep = energy_params(ctx.settings, ctx.persona, t)
         wake = energy_model.crossing(state.energy.s, t, ep, asleep=True)
         wake = min(max(wake, t + 30 * MINUTE), t + MAX_SLEEP_H * HOUR)
-        plan: dict[str, Any] = {"day": day_of(t, ctx.tz), "shape": "off", "wake_at": None, "sleep_at": t, "anchors": [],
+        plan: DayPlan = {"day": day_of(t, ctx.tz), "shape": "off", "wake_at": None, "sleep_at": t, "anchors": [],
                 "done": [], "naps": 0, "nap": False, "counts": {}}
         state = state.evolve(plan=plan)
         return state, _start(ctx, state, "sleep", t, wake, "routine", {}, mood_on, preview=True)

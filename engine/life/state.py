@@ -19,6 +19,7 @@ from engine import mood as mood_model
 from engine.life import household as house_model
 from engine.life.localtime import local_time
 from engine.life.place import City, city
+from engine.life.plan import DayPlan
 from engine.life.week import Role, role
 from engine.life.world import WorldDay, world_day
 from engine.persona import Persona
@@ -55,7 +56,7 @@ class LifeState:
 
     mood: mood_model.Mood
     energy: energy_model.Energy
-    plan: dict[str, Any] | None
+    plan: DayPlan | None
     last_step_at: float
     seed_key: str
     last_trace_at: float = -math.inf
