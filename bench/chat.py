@@ -32,10 +32,11 @@ the cores are shared (the client and the fake upstream run on this machine too).
 
 `--trees /work/old,.` does the same for the daemon's code: each variant runs `python -m daemon` from that
 checkout (its own `daemon` and `engine` packages come first on the path), so a change is timed against
-the tree before it in one run, on the same machine at the same time, `--rounds` times alternating.
+the tree before it in one run, on the same machine at the same time. `--rounds N` runs any of these
+pairings N times, alternating, and pools each variant's samples.
 
 Usage: python bench/chat.py [--memories 10000] [--requests 60] [--db PATH] [--think-s 1.0] [--query-threads 0,1]
-       [--env NAME=V1,V2] [--trees DIR1,DIR2 [--rounds 2]]
+       [--env NAME=V1,V2] [--trees DIR1,DIR2] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -133,7 +134,10 @@ async def indexed(session: aiohttp.ClientSession, wait_s: float = 10.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pid: int) -> dict[str, Any]:
+async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pid: int, tag: str = "第"
+                ) -> dict[str, Any]:
+    """`requests` chat turns, then up to 30 context requests; `tag` marks the questions (a warm-up asks others:
+    a question the daemon saw a moment ago would find its vectors held, daemon/api/query_vectors.py)."""
     before: list[float] = []
     before_dialogue: list[float] = []  # short last messages, read with the two turns before them (4 texts embedded)
     first_extra: list[float] = []
@@ -143,7 +147,7 @@ async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pi
     cpu_start, wall_start = cpu_s(pid), time.monotonic()
     async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=sock)) as session:
         for i in range(requests):
-            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（第{i}次）"
+            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（{tag}{i}次）"
             history = [*history[-6:], {"role": "user", "content": question}]
             stream = i % 2 == 1
             body = json.dumps({"model": "bench", "messages": history, "stream": stream}, ensure_ascii=False)
@@ -183,7 +187,7 @@ async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pi
     context: list[float] = []
     async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=sock)) as session:
         for i in range(min(requests, 30)):
-            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（第{i}次）"
+            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（{tag}{i}次）"
             sent = time.perf_counter()
             async with session.post("http://anima/v1/context", json={"query": question}) as resp:
                 await resp.read()
@@ -211,15 +215,15 @@ async def run(db: Path, work: Path, args: argparse.Namespace, query_threads: int
                               stdout=log, stderr=subprocess.STDOUT, cwd=tree, env={**os.environ, **(env or {})})
     try:
         await bench_api.wait_for_socket(sock, 180)
-        await drive(sock, upstream, 6, 0.0, daemon.pid)  # warm-up: the model, the page cache, the caches
+        await drive(sock, upstream, 6, 0.0, daemon.pid, tag="预热第")  # warm-up: the model, the page cache, the caches
         mark = (work / "daemon.log").stat().st_size
         result = await drive(sock, upstream, args.requests, args.think_s, daemon.pid)
         with open(work / "daemon.log", "rb") as handle:
             handle.seek(mark)
             lines = [json.loads(line) for line in handle if line.startswith(b"{")]
         replied = [x for x in lines if x.get("event") == "api.chat_replied"]
-        raw = {f"daemon_{name}": [float(x[name]) for x in replied] for name in ("prepare_ms", "embed_ms", "db_ms")}
-        raw["daemon_prepare_embed_ms"], raw["daemon_prepare_db_ms"] = raw.pop("daemon_embed_ms"), raw.pop("daemon_db_ms")
+        fields = {"daemon_prepare_ms": "prepare_ms", "daemon_prepare_embed_ms": "embed_ms", "daemon_prepare_db_ms": "db_ms"}
+        raw = {key: [float(x[field]) for x in replied] for key, field in fields.items()}
         return {**result, **{key: stats(values) for key, values in raw.items()}, "_raw": {**result["_raw"], **raw}}
     finally:
         daemon.send_signal(signal.SIGTERM)
@@ -284,7 +288,7 @@ def main() -> int:
     parser.add_argument("--env", metavar="NAME=V1,V2",
                         help="pair values of one environment variable of the daemon, e.g. GOMP_SPINCOUNT=1000,30000")
     parser.add_argument("--trees", help="comma-separated checkouts whose daemon to pair, e.g. /work/old,.")
-    parser.add_argument("--rounds", type=int, default=1, help="with --trees: run the variants this many times, "
+    parser.add_argument("--rounds", type=int, default=1, help="run the paired variants this many times, "
                                                             "alternating; their requests are pooled per variant")
     parser.add_argument("--query-threads", help="comma-separated [memory] query_embedding_threads values to pair, e.g. 0,1")
     args = parser.parse_args()
@@ -310,7 +314,7 @@ def main() -> int:
             paired = [(str(Path(t).resolve()), None, {}, Path(t).resolve()) for t in args.trees.split(",")]
         if paired:
             rounds: dict[str, list[dict[str, Any]]] = {label: [] for label, *_ in paired}
-            for _ in range(max(1, args.rounds) if args.trees else 1):
+            for _ in range(max(1, args.rounds)):
                 for i, (label, query_threads, env, tree) in enumerate(paired):
                     db = work / f"anima-{i}.db"
                     shutil.copyfile(base, db)
