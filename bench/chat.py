@@ -30,8 +30,13 @@ the cores are shared (the client and the fake upstream run on this machine too).
 
 `--env GOMP_SPINCOUNT=1000,30000` does the same for values of one environment variable of the daemon.
 
+`--trees /work/old,.` does the same for the daemon's code: each variant runs `python -m daemon` from that
+checkout (its own `daemon` and `engine` packages come first on the path), so a change is timed against
+the tree before it in one run, on the same machine at the same time. `--rounds N` runs any of these
+pairings N times, alternating, and pools each variant's samples.
+
 Usage: python bench/chat.py [--memories 10000] [--requests 60] [--db PATH] [--think-s 1.0] [--query-threads 0,1]
-       [--env NAME=V1,V2]
+       [--env NAME=V1,V2] [--trees DIR1,DIR2] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -129,7 +134,10 @@ async def indexed(session: aiohttp.ClientSession, wait_s: float = 10.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pid: int) -> dict[str, Any]:
+async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pid: int, tag: str = "第"
+                ) -> dict[str, Any]:
+    """`requests` chat turns, then up to 30 context requests; `tag` marks the questions (a warm-up asks others:
+    a question the daemon saw a moment ago would find its vectors held, daemon/api/query_vectors.py)."""
     before: list[float] = []
     before_dialogue: list[float] = []  # short last messages, read with the two turns before them (4 texts embedded)
     first_extra: list[float] = []
@@ -139,7 +147,7 @@ async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pi
     cpu_start, wall_start = cpu_s(pid), time.monotonic()
     async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=sock)) as session:
         for i in range(requests):
-            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（第{i}次）"
+            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（{tag}{i}次）"
             history = [*history[-6:], {"role": "user", "content": question}]
             stream = i % 2 == 1
             body = json.dumps({"model": "bench", "messages": history, "stream": stream}, ensure_ascii=False)
@@ -179,21 +187,22 @@ async def drive(sock: str, upstream: Upstream, requests: int, think_s: float, pi
     context: list[float] = []
     async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=sock)) as session:
         for i in range(min(requests, 30)):
-            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（第{i}次）"
+            question = bench_api.QUERIES[i % len(bench_api.QUERIES)] + f"（{tag}{i}次）"
             sent = time.perf_counter()
             async with session.post("http://anima/v1/context", json={"query": question}) as resp:
                 await resp.read()
             context.append((time.perf_counter() - sent) * 1000)
             await asyncio.sleep(think_s)
-    return {"context_ms": stats(context), "before_upstream_ms": stats(before + before_dialogue),
-            "before_upstream_ms_one_message": stats(before), "before_upstream_ms_with_turns_before": stats(before_dialogue), "first_token_extra_ms": stats(first_extra),
-            "first_token_total_ms": stats(first_total), "errors": errors,
+    raw = {"context_ms": context, "before_upstream_ms": before + before_dialogue,
+           "before_upstream_ms_one_message": before, "before_upstream_ms_with_turns_before": before_dialogue,
+           "first_token_extra_ms": first_extra, "first_token_total_ms": first_total}
+    return {**{key: stats(values) for key, values in raw.items()}, "_raw": raw, "errors": errors,
             "daemon_cpu_s_per_request": round((cpu_s(pid) - cpu_start) / max(1, requests), 3),
             "daemon_cpu_pct": round(100 * (cpu_s(pid) - cpu_start) / wall, 1), "daemon_rss_mb": rss_mb(pid)}
 
 
 async def run(db: Path, work: Path, args: argparse.Namespace, query_threads: int | None = None,
-              env: dict[str, str] | None = None) -> dict[str, Any]:
+              env: dict[str, str] | None = None, tree: Path = REPO) -> dict[str, Any]:
     upstream = Upstream()
     await upstream.start()
     sock = str(work / "a.sock")
@@ -203,25 +212,36 @@ async def run(db: Path, work: Path, args: argparse.Namespace, query_threads: int
                       f'[model]\nbase_url = "{upstream.url}"\nname = "bench-model"\n{memory}', encoding="utf-8")
     log = open(work / "daemon.log", "w")  # noqa: SIM115 - closed below
     daemon = subprocess.Popen([sys.executable, "-m", "daemon", "--config", str(config), "--db", str(db), "run"],
-                              stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **(env or {})})
+                              stdout=log, stderr=subprocess.STDOUT, cwd=tree, env={**os.environ, **(env or {})})
     try:
         await bench_api.wait_for_socket(sock, 180)
-        await drive(sock, upstream, 6, 0.0, daemon.pid)  # warm-up: the model, the page cache, the caches
+        await drive(sock, upstream, 6, 0.0, daemon.pid, tag="预热第")  # warm-up: the model, the page cache, the caches
         mark = (work / "daemon.log").stat().st_size
         result = await drive(sock, upstream, args.requests, args.think_s, daemon.pid)
         with open(work / "daemon.log", "rb") as handle:
             handle.seek(mark)
             lines = [json.loads(line) for line in handle if line.startswith(b"{")]
         replied = [x for x in lines if x.get("event") == "api.chat_replied"]
-        return {**result, "daemon_prepare_ms": stats([float(x["prepare_ms"]) for x in replied]),
-                "daemon_prepare_embed_ms": stats([float(x["embed_ms"]) for x in replied]),
-                "daemon_prepare_db_ms": stats([float(x["db_ms"]) for x in replied])}
+        fields = {"daemon_prepare_ms": "prepare_ms", "daemon_prepare_embed_ms": "embed_ms", "daemon_prepare_db_ms": "db_ms"}
+        raw = {key: [float(x[field]) for x in replied] for key, field in fields.items()}
+        return {**result, **{key: stats(values) for key, values in raw.items()}, "_raw": {**result["_raw"], **raw}}
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=60)
         log.close()
         assert upstream.runner is not None
         await upstream.runner.cleanup()
+
+
+def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One variant's figures over its rounds: the timings' samples pooled, the rest listed per round."""
+    if len(runs) == 1:
+        return {key: value for key, value in runs[0].items() if key != "_raw"}
+    out: dict[str, Any] = {key: stats([v for run in runs for v in run["_raw"][key]]) for key in runs[0]["_raw"]}
+    for key in runs[0]:
+        if key not in out and key != "_raw":
+            out[f"{key}_per_round"] = [run[key] for run in runs]
+    return out
 
 
 def prepare_cpu(db: Path, requests: int) -> dict[str, Any]:
@@ -267,6 +287,9 @@ def main() -> int:
     parser.add_argument("--db", type=Path, help="a database built before (kept; a copy is used)")
     parser.add_argument("--env", metavar="NAME=V1,V2",
                         help="pair values of one environment variable of the daemon, e.g. GOMP_SPINCOUNT=1000,30000")
+    parser.add_argument("--trees", help="comma-separated checkouts whose daemon to pair, e.g. /work/old,.")
+    parser.add_argument("--rounds", type=int, default=1, help="run the paired variants this many times, "
+                                                            "alternating; their requests are pooled per variant")
     parser.add_argument("--query-threads", help="comma-separated [memory] query_embedding_threads values to pair, e.g. 0,1")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="anima-chat-bench-", dir="/tmp"))
@@ -280,25 +303,28 @@ def main() -> int:
         cpu_db = work / "cpu.db"
         shutil.copyfile(base, cpu_db)
         cpu = prepare_cpu(cpu_db, args.requests)
-        # Each variant: a label, [memory] query_embedding_threads (None: the default) and daemon environment.
-        paired: list[tuple[str, int | None, dict[str, str]]] = []
+        # Each variant: a label, [memory] query_embedding_threads (None: the default), daemon environment, checkout.
+        paired: list[tuple[str, int | None, dict[str, str], Path]] = []
         if args.env:
             name, _, values = args.env.partition("=")
-            paired = [(f"{name}={value}", None, {name: value}) for value in values.split(",")]
+            paired = [(f"{name}={value}", None, {name: value}, REPO) for value in values.split(",")]
         elif args.query_threads:
-            paired = [(f"query_threads={int(v) or 'all'}", int(v), {}) for v in args.query_threads.split(",")]
+            paired = [(f"query_threads={int(v) or 'all'}", int(v), {}, REPO) for v in args.query_threads.split(",")]
+        elif args.trees:
+            paired = [(str(Path(t).resolve()), None, {}, Path(t).resolve()) for t in args.trees.split(",")]
         if paired:
-            variants: dict[str, Any] = {}
-            for i, (label, query_threads, env) in enumerate(paired):
-                db = work / f"anima-{i}.db"
-                shutil.copyfile(base, db)
-                variants[label] = asyncio.run(run(db, work, args, query_threads, env))
-                db.unlink()
-            result = {**cpu, "variants": variants}
+            rounds: dict[str, list[dict[str, Any]]] = {label: [] for label, *_ in paired}
+            for _ in range(max(1, args.rounds)):
+                for i, (label, query_threads, env, tree) in enumerate(paired):
+                    db = work / f"anima-{i}.db"
+                    shutil.copyfile(base, db)
+                    rounds[label].append(asyncio.run(run(db, work, args, query_threads, env, tree)))
+                    db.unlink()
+            result = {**cpu, "variants": {label: pooled(runs) for label, runs in rounds.items()}}
         else:
             db = work / "anima.db"
             shutil.copyfile(base, db)
-            result = {**cpu, **asyncio.run(run(db, work, args))}
+            result = {**cpu, **pooled([asyncio.run(run(db, work, args))])}
         print(json.dumps({"memories": args.memories, "requests": args.requests, "cores": os.cpu_count(),
                           "load_avg_1m_before_after": [load_before, round(os.getloadavg()[0], 2)], **result},
                          ensure_ascii=False, indent=2))

@@ -19,7 +19,7 @@ from engine.control import Switches
 from engine.life import machine, record
 from engine.life.catalogue import catalogue
 from engine.life.localtime import local_time
-from engine.life.machine import LifeContext, LifeState, context, energy_params, mood_params
+from engine.life.state import LifeContext, LifeState, context, energy_params, mood_params
 from engine.persona import Persona
 from engine.settings import Settings
 from engine.store import life as store

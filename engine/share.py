@@ -25,37 +25,33 @@ Every outcome carries a reason (`offered`, `sharing_off`, `nothing_untold`, `coo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from engine.memory.tokens import jaccard_tokens
 from engine.mood import decay_factor
 from engine.settings import ApiSettings
 
-_API = ApiSettings()  # one source for the defaults: config.toml's [api] share_* keys
-
 
 @dataclass(frozen=True)
 class SharePolicy:
-    """The policy's constants; defaults are [api]'s (engine/settings.py), which the daemon passes from config."""
+    """The policy's constants: [api]'s share_* keys (engine/settings.py), each field its key without `share_`."""
 
-    min_gap_s: float = _API.share_min_gap_s
-    max_offers_per_event: int = _API.share_max_offers_per_event
-    event_cooldown_s: float = _API.share_event_cooldown_s
-    max_age_h: float = _API.share_max_age_h
-    recency_half_life_h: float = _API.share_recency_half_life_h
-    min_willingness: float = _API.share_min_willingness
-    threshold: float = _API.share_threshold
+    min_gap_s: float
+    max_offers_per_event: int
+    event_cooldown_s: float
+    max_age_h: float
+    recency_half_life_h: float
+    min_willingness: float
+    threshold: float
 
     @classmethod
     def from_settings(cls, api: ApiSettings) -> SharePolicy:
         """The policy of the running config's [api] share_* keys."""
-        return cls(
-            min_gap_s=api.share_min_gap_s, max_offers_per_event=api.share_max_offers_per_event,
-            event_cooldown_s=api.share_event_cooldown_s, max_age_h=api.share_max_age_h,
-            recency_half_life_h=api.share_recency_half_life_h, min_willingness=api.share_min_willingness,
-            threshold=api.share_threshold,
-        )
+        return cls(**{f.name: getattr(api, f"share_{f.name}") for f in fields(cls)})
+
+
+DEFAULT_POLICY = SharePolicy.from_settings(ApiSettings())  # config.toml's [api] share_* defaults
 
 
 @dataclass(frozen=True)
@@ -112,7 +108,7 @@ def eligible(c: Candidate, now: float, policy: SharePolicy) -> bool:
 
 def decide(candidates: Sequence[Candidate], query: str | None, *, sociability: float, valence: float,
            arousal: float, now: float, last_offer_at: float | None, enabled: bool = True,
-           policy: SharePolicy = SharePolicy(), user_low: bool = False) -> Decision:
+           policy: SharePolicy = DEFAULT_POLICY, user_low: bool = False) -> Decision:
     """Zero or one life event to offer now, with the reason.
 
     `user_low`: she is still moved by bad news the user told her (engine/feelings.py, issue 24); she holds her

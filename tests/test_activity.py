@@ -8,8 +8,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from engine import activity as act
-from engine.life.machine import world_of
 from engine.life.place import city
+from engine.life.state import world_of
 from engine.persona import CATEGORIES, Persona
 
 TZ = "Asia/Shanghai"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.share import Candidate, SharePolicy, decide, recency, relevance, willingness
+from engine.share import DEFAULT_POLICY, Candidate, decide, recency, relevance, willingness
 
 NOW = 1_780_000_000.0
 H = 3600.0
@@ -42,7 +42,7 @@ def test_a_low_flat_mood_keeps_her_to_herself() -> None:
 
 
 def test_not_offered_too_often() -> None:
-    policy = SharePolicy()
+    policy = DEFAULT_POLICY
     assert decide([GARDEN], "植物园", now=NOW, last_offer_at=NOW - 60, **GOOD).reason == "cooldown"
     just_offered = Candidate(1, GARDEN.ts, GARDEN.text, offers=1, last_offered_at=NOW - policy.min_gap_s - 1)
     assert decide([just_offered], "植物园", now=NOW, last_offer_at=NOW - policy.min_gap_s - 1, **GOOD).reason == "nothing_fits"
@@ -70,7 +70,7 @@ moods = st.floats(-1, 1)
 def test_at_most_one_eligible_event_is_offered(pool: list[Candidate], query: str | None, soc: float, v: float,
                                                a: float, last: float | None) -> None:
     decision = decide(pool, query, sociability=soc, valence=v, arousal=a, now=NOW, last_offer_at=last)
-    policy = SharePolicy()
+    policy = DEFAULT_POLICY
     if decision.life_event_id is None:
         assert decision.reason != "offered"
         return

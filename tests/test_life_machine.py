@@ -19,9 +19,10 @@ from engine.inner import appraise_turn, interrupt_for_chat, resume_after_gap, st
 from engine.life import household as house_model
 from engine.life.cast import cast, overdue
 from engine.life.catalogue import USES, catalogue
-from engine.life.machine import DISAPPOINTED_PUSH, mood_inputs, world_of
+from engine.life.machine import DISAPPOINTED_PUSH, mood_inputs
 from engine.life.place import city
 from engine.life.scene import Outcome
+from engine.life.state import world_of
 from engine.life.week import shape_of
 from engine.persona import Persona
 from engine.settings import Settings

@@ -83,8 +83,10 @@ class ApiServer:
 
     async def stop(self) -> None:
         if self.runner is not None:
-            await self.runner.cleanup()
+            await self.runner.cleanup()  # the requests in flight end first: they may start background work
             self.runner = None
+        if self.app is not None:
+            await self.app[APP].cancel_background()
         path = self.socket_path
         try:
             if self._socket_inode is not None and path.stat().st_ino == self._socket_inode:

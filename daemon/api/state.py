@@ -8,7 +8,7 @@ The routes (daemon/api/routes), the admission check (daemon/api/companions.py) a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +18,7 @@ from aiohttp import web
 from daemon.api import privacy
 from daemon.api.gate import RateLimitedLog
 from daemon.api.metrics import ApiMetrics
+from daemon.api.query_vectors import QueryVectors
 from daemon.api.tokens import TokenBook
 from daemon.component import DaemonContext
 from daemon.registry import CompanionRegistry
@@ -38,6 +39,8 @@ class ApiState:
     handle: str | None = None  # None: single-file mode's companion, on the unscoped paths
     untold: privacy.UntoldIndex = field(default_factory=privacy.UntoldIndex)
     persona_obj: Any = None
+    # The next short message's lines before it, embedded after each chat reply (daemon/api/query_vectors.py).
+    query_vectors: QueryVectors = field(default_factory=QueryVectors)
     _storage_full_log: RateLimitedLog | None = None
 
     def storage_full_log(self) -> RateLimitedLog:
@@ -99,6 +102,20 @@ class ApiApp:
         self._states: dict[str | None, ApiState] = {}
         self.model = model_config.resolve(settings)  # the chat model ([model]); its key stays in memory only
         self._upstream: Any = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run `work` after the response, holding its task until done (stop cancels what is left)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def cancel_background(self) -> None:
+        """Stop the work `spawn` started and wait for it to end: nothing of it outlives the server."""
+        tasks = list(self._background)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def upstream(self) -> Any:
         """The client of the configured chat model (daemon/api/upstream.py), or None when [model] has no base_url."""
@@ -120,7 +137,9 @@ class ApiApp:
     def forget(self, handle: str) -> None:
         """Drop the state and token digests of a companion that is no longer served (her caches must not
         outlive her context; her tokens open nothing once she is gone)."""
-        self._states.pop(handle, None)
+        state = self._states.pop(handle, None)
+        if state is not None:
+            state.query_vectors.clear()
         self.tokens.drop(handle)
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
 
 from engine.life.cast import Member, cast, parents
 from engine.life.catalogue import CATEGORY_WHY, MEALS, ROUTINE_CATEGORIES, ActivitySpec, catalogue
 from engine.life.localtime import HOUR, MINUTE, local_hour, rng_for
-from engine.life.plan import after_anchor, next_anchor
+from engine.life.plan import DayPlan, after_anchor, next_anchor
 from engine.life.week import Anchor, trip_places
 from engine.life.world import WorldDay
 from engine.persona import Persona
@@ -44,7 +43,7 @@ class Situation:
 
     seed_key: str
     t: float
-    plan: dict[str, Any]
+    plan: DayPlan
     persona: Persona
     world: WorldDay
     energy: float

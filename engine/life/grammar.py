@@ -160,31 +160,48 @@ def grammar() -> Grammar:
 # Conditions are named predicates over a Facts mapping (built by narrate from the scene and its world): the data
 # file names them, this table defines them, so a typo in the file is a load error rather than a silent never.
 Facts = Mapping[str, Any]
+# Conditions that name a weather (narrate's `weather` fact): the weathers each one holds.
+WEATHERS = {
+    "rain": ("小雨", "大雨"), "heavy_rain": ("大雨",), "light_rain": ("小雨",), "snow": ("雪",), "fog": ("雾",),
+    "clear": ("晴",), "cloudy": ("多云",), "overcast": ("阴",),
+    "sky": ("晴", "多云"),  # sun or sky visible: 阳光, 晚霞, 晒
+    "dry": ("晴", "多云", "阴", "雾"),
+}
+# The parts of her day (narrate's `phase` fact), each a condition of its own name.
+PHASES = ("before_dawn", "early", "morning", "noon", "afternoon", "dusk", "evening", "late")
+# Conditions that name a festival (the `festival` fact, as engine/life/calendar.py names it).
+FESTIVALS = {
+    "chuxi": "除夕", "chunjie": "春节", "zhongqiu": "中秋节", "qingming": "清明节", "laba": "腊八节",
+    "yuanxiao": "元宵节", "duanwu": "端午节", "qixi": "七夕节", "chongyang": "重阳节", "dongzhi": "冬至",
+}
+
+
+def _weather_in(weathers: tuple[str, ...]) -> Callable[[Facts], bool]:
+    return lambda f: f["weather"] in weathers
+
+
+def _phase_is(phase: str) -> Callable[[Facts], bool]:
+    return lambda f: f["phase"] == phase
+
+
+def _festival_is(festival: str) -> Callable[[Facts], bool]:
+    return lambda f: f.get("festival") == festival
+
+
+def _feeling_is(key: str) -> Callable[[Facts], bool]:
+    return lambda f: f.get("feeling") == key
+
+
 CONDITIONS: dict[str, Callable[[Facts], bool]] = {
+    **{name: _weather_in(weathers) for name, weathers in WEATHERS.items()},
+    **{phase: _phase_is(phase) for phase in PHASES},
+    **{name: _festival_is(festival) for name, festival in FESTIVALS.items()},
     "outdoor": lambda f: bool(f["outdoor"]),
-    "rain": lambda f: f["weather"] in ("小雨", "大雨"),
-    "heavy_rain": lambda f: f["weather"] == "大雨",
-    "light_rain": lambda f: f["weather"] == "小雨",
-    "snow": lambda f: f["weather"] == "雪",
-    "fog": lambda f: f["weather"] == "雾",
-    "clear": lambda f: f["weather"] == "晴",
-    "cloudy": lambda f: f["weather"] == "多云",
-    "overcast": lambda f: f["weather"] == "阴",
-    "sky": lambda f: f["weather"] in ("晴", "多云"),  # sun or sky visible: 阳光, 晚霞, 晒
-    "dry": lambda f: f["weather"] in ("晴", "多云", "阴", "雾"),
     "hot": lambda f: f["temp_high"] >= 30,
     "warm": lambda f: 20 <= f["temp_high"] < 30,
     "cool": lambda f: f["temp_low"] > 8 and f["temp_high"] < 20,
     "cold": lambda f: f["temp_low"] <= 3,
     "freezing": lambda f: f["temp_low"] <= -3,
-    "before_dawn": lambda f: f["phase"] == "before_dawn",
-    "early": lambda f: f["phase"] == "early",
-    "morning": lambda f: f["phase"] == "morning",
-    "noon": lambda f: f["phase"] == "noon",
-    "afternoon": lambda f: f["phase"] == "afternoon",
-    "dusk": lambda f: f["phase"] == "dusk",
-    "evening": lambda f: f["phase"] == "evening",
-    "late": lambda f: f["phase"] == "late",
     # the day's low is quoted only when it is near it: before dawn, early, late at night (not at noon, issue 24)
     "coolest": lambda f: f["phase"] in ("before_dawn", "early", "late"),
     "glow": lambda f: bool(f["glow"]),  # the interval met sunset with sky: 晚霞, 夕阳
@@ -218,7 +235,6 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "train_home": lambda f: f.get("place") == "回老家的高铁上",
     "train_back": lambda f: f.get("place") == "回城的高铁上",
     "at_parents": lambda f: bool(f.get("at_parents")),
-    "chuxi": lambda f: f.get("festival") == "除夕",
     # her role's workday (engine/life/data/roles.toml, issue 24 item 7)
     "draws": lambda f: bool(f.get("draws", True)),
     "studio": lambda f: bool(f.get("studio", True)),
@@ -226,11 +242,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "riding": lambda f: bool(f.get("riding", False)),
     "job": lambda f: bool(f.get("job", True)),
     "abroad": lambda f: bool(f.get("abroad", False)),   # she lives outside China (her parents a night away)
-    "chunjie": lambda f: f.get("festival") == "春节",
-    "zhongqiu": lambda f: f.get("festival") == "中秋节",
     "noted": lambda f: bool(f.get("noted")),   # her day has a note (a letdown, a named cause): the journal says it
     "retry": lambda f: bool(f.get("retry")),   # yesterday this went wrong: today she tries again
-    "qingming": lambda f: f.get("festival") == "清明节",
     "home_call": lambda f: bool(f.get("home_call")),   # a festival call home (中秋, 清明), not a chat
     "moon_sky": lambda f: f.get("weather") in ("晴", "多云"),   # before 16:00: a festive meal is not a 2nd dinner   # she cooked a dish this evening: it is her dinner   # her dinner is eaten: a friend is met for tea, a dish is for tomorrow   # a glad moment says so in plain words only now and then
     "say_cause": lambda f: bool(f.get("dwell")) and bool(f.get("user_cause")),   # she names what the user told her
@@ -238,12 +251,6 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "trip": lambda f: bool(f.get("trip")),
     "minor_festival": lambda f: bool(f.get("minor_festival")),
     "fest_said": lambda f: bool(f.get("fest_said")),
-    "laba": lambda f: f.get("festival") == "腊八节",
-    "yuanxiao": lambda f: f.get("festival") == "元宵节",
-    "duanwu": lambda f: f.get("festival") == "端午节",
-    "qixi": lambda f: f.get("festival") == "七夕节",
-    "chongyang": lambda f: f.get("festival") == "重阳节",
-    "dongzhi": lambda f: f.get("festival") == "冬至",
     # issue 24 item 5: a less ideal routine (phone in bed, 午休 at her desk, overtime, a cold)
     "in_bed": lambda f: f.get("place") in ("床上", "被窝里"),
     "lying_in": lambda f: f.get("place") == "被窝里",   # in bed after waking (床上: in bed before sleep)
@@ -267,10 +274,6 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
 
 
 CHILLY_C = 16
-
-
-def _feeling_is(key: str) -> Callable[[Facts], bool]:
-    return lambda f: f.get("feeling") == key
 
 
 CONDITIONS.update({f"f_{name}": _feeling_is(name) for name in feelings_table().kinds})

@@ -1,6 +1,6 @@
 """Her day machine: one pure transition (an activity ends, the next begins) returning the effects the caller writes.
 
-`LifeState` (engine/life/state.py) is the one name for her day state. A transition reads it and the activity that ends, and returns the new state and a list of effects (end activity,
+`LifeState` (engine/life/state.py) is the one name for her day state. A transition reads it and the activity that ends, and returns the new state and a list of effects (engine/life/effects.py: end activity,
 life event, mood push, start activity); engine/life/record.py writes them. Every mood input of an ending activity
 is in one list (`mood_inputs`), used by the transition and by the forecast of what comes next (`preview_next`),
 which runs this same transition on the forecast state: without a chat in between the preview is what happens.
@@ -21,34 +21,20 @@ from engine.life import household as house_model
 from engine.life import illness
 from engine.life.catalogue import ActivitySpec, catalogue
 from engine.life.choose import RAIN, Choice, Situation, choose
+from engine.life.effects import CloseSuspended, Effect, EndActivity, LifeEvent, MoodPush, StartActivity
 from engine.life.fallback import abandoned_text, completion_text, details_for, resumed_text
 from engine.life.localtime import HOUR, MINUTE, day_of, local_time, rng_for
 from engine.life.narrate import StoryState, deadline_near, narrate, tail_of
-from engine.life.plan import make_plan, next_anchor
+from engine.life.plan import DayPlan, make_plan, next_anchor
 from engine.life.scene import Companion, Moment, Outcome, Scene
-from engine.life.state import (
-    STATE_VERSION,
-    CloseSuspended,
-    Effect,
-    EndActivity,
-    LifeContext,
-    LifeEvent,
-    LifeState,
-    MoodPush,
-    StartActivity,
-    context,
-    energy_params,
-    mood_params,
-    world_of,
-)
+from engine.life.state import LifeContext, LifeState, energy_params, world_of
 from engine.life.story import away_ids
 from engine.life.week import leave_by, role_causes, shape_of
 from engine.life.world import WorldDay
 
 __all__ = [
-    "STATE_VERSION", "CloseSuspended", "Effect", "EndActivity", "LifeContext", "LifeEvent", "LifeState", "MoodPush",
-    "StartActivity", "advance", "close_for_gap", "context", "energy_level", "energy_params", "fresh_state",
-    "mood_inputs", "mood_params", "preview_next", "replan_from", "transition", "wake_for", "world_of",
+    "advance", "close_for_gap", "energy_level", "fresh_state", "mood_inputs", "preview_next", "replan_from",
+    "transition", "wake_for",
 ]
 
 MIN_SLEEP_H, MAX_SLEEP_H = 6.0, 10.0
@@ -174,7 +160,7 @@ def replan_from(ctx: LifeContext, state: LifeState, t: float, mood_on: bool = Tr
         ep = energy_params(ctx.settings, ctx.persona, t)
         wake = energy_model.crossing(state.energy.s, t, ep, asleep=True)
         wake = min(max(wake, t + 30 * MINUTE), t + MAX_SLEEP_H * HOUR)
-        plan: dict[str, Any] = {"day": day_of(t, ctx.tz), "shape": "off", "wake_at": None, "sleep_at": t, "anchors": [],
+        plan: DayPlan = {"day": day_of(t, ctx.tz), "shape": "off", "wake_at": None, "sleep_at": t, "anchors": [],
                 "done": [], "naps": 0, "nap": False, "counts": {}}
         state = state.evolve(plan=plan)
         return state, _start(ctx, state, "sleep", t, wake, "routine", {}, mood_on, preview=True)

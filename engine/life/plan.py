@@ -42,6 +42,14 @@ SICK_EARLIER_H = 0.75
 SICK_NAP = 0.4
 
 
+# Her day plan, JSON in her saved day state: "day" (YYYY-MM-DD), "shape" (week.shape_of: work, off, family, trip),
+# "wake_at", "sleep_at", "anchors" ([key, kind, at, end, place] rows), "done" (anchor keys met), "naps" (taken),
+# "nap" (one is planned), "counts" (activities begun, by kind); only on a day they are true: "desk_nap",
+# "skipped_breakfast", "sick", "crunch"; marked by the day machine as the day goes: "cooked_at" (a dish cooked
+# for dinner), "lay_awake" and "scrolled" (at bedtime).
+DayPlan = dict[str, Any]
+
+
 def sleep_window(day: str, persona: Persona, tz: str, half_width_h: float, later_h: float = 0.0) -> tuple[float, float]:
     """When her main sleep may start on `day`: 23:00 shifted by her chronotype (and `later_h`), +- half_width_h."""
     centre = 23.0 + persona.chronotype_shift_h + later_h
@@ -51,7 +59,7 @@ def sleep_window(day: str, persona: Persona, tz: str, half_width_h: float, later
 def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Energy,
               params: energy_model.EnergyParams, persona: Persona, tz: str, *, role: Role, world: WorldDay,
               tomorrow: WorldDay, woke_at: float | None, half_width_h: float, mood_dev: tuple[float, float],
-              slept_h: float | None, crunch: bool = False, sick: str = "") -> dict[str, Any]:
+              slept_h: float | None, crunch: bool = False, sick: str = "") -> DayPlan:
     """The anchors of her day from `t` (she woke at `woke_at`, or her life is picked up at `t`).
 
     `crunch`: her project is nearly due (she works late); `sick`: the day of a cold (engine/life/illness.py:
@@ -122,7 +130,7 @@ def make_plan(seed_key: str, t: float, day: str, state_energy: energy_model.Ener
         nap_chance = min(0.9, nap_chance + SICK_NAP)
     desk_nap = shape == "work" and role.place != "家" and rng.random() < min(0.9, DESK_NAP + NAP_PER_SHORT_H * short
                                                                             + (SICK_NAP if sick else 0.0))
-    plan: dict[str, Any] = {"day": day, "shape": shape, "wake_at": woke_at, "sleep_at": round(sleep_at, 3),
+    plan: DayPlan = {"day": day, "shape": shape, "wake_at": woke_at, "sleep_at": round(sleep_at, 3),
             "anchors": [[a.key, a.kind, round(a.at, 3), None if a.end is None else round(a.end, 3), a.place]
                         for a in anchors],
             "done": [], "naps": 0, "nap": rng.random() < nap_chance, "counts": {}}
@@ -148,7 +156,7 @@ def _away_places(anchors: list[Anchor], world: WorldDay, seed_key: str) -> list[
     return out
 
 
-def next_anchor(plan: dict[str, Any], t: float) -> Anchor:
+def next_anchor(plan: DayPlan, t: float) -> Anchor:
     """The next anchor not yet done and not already over (else the main sleep)."""
     for key, kind, at, end, place in plan["anchors"]:
         if key in plan["done"] or (end is not None and end <= t + 5 * MINUTE):
@@ -157,6 +165,6 @@ def next_anchor(plan: dict[str, Any], t: float) -> Anchor:
     return Anchor("sleep", "sleep", plan["sleep_at"], None, "家")
 
 
-def after_anchor(plan: dict[str, Any], key: str, t: float) -> Anchor:
+def after_anchor(plan: DayPlan, key: str, t: float) -> Anchor:
     """The anchor after `key` is done (for bounding how long `key` may run)."""
     return next_anchor({**plan, "done": [*plan["done"], key]}, t)

@@ -15,19 +15,9 @@ from engine import energy as energy_model
 from engine import mood as mood_model
 from engine.errors import StoreError
 from engine.life.catalogue import ActivitySpec
-from engine.life.machine import (
-    STATE_VERSION,
-    CloseSuspended,
-    Effect,
-    EndActivity,
-    LifeContext,
-    LifeEvent,
-    LifeState,
-    StartActivity,
-    energy_level,
-    fresh_state,
-)
-from engine.life.state import SLOW_PARTS, energy_params_by_hour
+from engine.life.effects import CloseSuspended, Effect, EndActivity, LifeEvent, StartActivity
+from engine.life.machine import energy_level, fresh_state
+from engine.life.state import SLOW_PARTS, STATE_VERSION, LifeContext, LifeState, energy_params_by_hour
 from engine.recent import RecentMap
 from engine.store import life as store
 from engine.store.core import get_companion

@@ -1,7 +1,8 @@
-"""Her day state and what a transition returns: frozen values the day machine passes and engine/life/record.py writes.
+"""Her day state: frozen values the day machine passes and engine/life/record.py saves.
 
 `LifeState` is the one name for her day state (mood, energy, plan, household, cast contact, story), saved as one
-JSON row; `LifeContext` what does not change within a step; the effects are the writes a transition asks for.
+JSON row; `LifeContext` what does not change within a step. What a transition asks to be written is
+engine/life/effects.py.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from engine import mood as mood_model
 from engine.life import household as house_model
 from engine.life.localtime import local_time
 from engine.life.place import City, city
+from engine.life.plan import DayPlan
 from engine.life.week import Role, role
 from engine.life.world import WorldDay, world_day
 from engine.persona import Persona
@@ -54,7 +56,7 @@ class LifeState:
 
     mood: mood_model.Mood
     energy: energy_model.Energy
-    plan: dict[str, Any] | None
+    plan: DayPlan | None
     last_step_at: float
     seed_key: str
     last_trace_at: float = -math.inf
@@ -125,52 +127,6 @@ class LifeState:
                    # a state saved before issue 24 keeps its day's tone where the mood layer holds it
                    day_tone=float(raw.get("day_tone", raw["mood"].get("tone", 0.0)) or 0.0),
                    last_tail=raw.get("last_tail"))
-
-
-# --- effects: what the caller writes -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EndActivity:
-    activity_id: int
-    status: str
-    at: float
-    detail: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class CloseSuspended:
-    activity_id: int
-    status: str
-    detail: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class LifeEvent:
-    text: str
-    at: float
-    kind: str                 # completed | resumed | abandoned
-    activity_id: int | None
-
-
-@dataclass(frozen=True)
-class MoodPush:
-    source: str
-    delta: tuple[float, float, float]
-
-
-@dataclass(frozen=True)
-class StartActivity:
-    kind: str
-    label: str
-    started_at: float
-    expected_end: float
-    why: str
-    next_kind: str | None
-    detail: dict[str, Any]
-
-
-Effect = EndActivity | CloseSuspended | LifeEvent | MoodPush | StartActivity
 
 
 # --- parameters ----------------------------------------------------------------------------------

@@ -14,14 +14,15 @@ from typing import Any
 
 from engine.errors import SchemaTooNewError, StoreError
 
-_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-
 
 @dataclass(frozen=True)
 class Migration:
     version: int
     name: str
     sql: str
+
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")  # 0001_init.sql: version 1, name init
 
 
 def known_migrations() -> list[Migration]:

@@ -44,16 +44,6 @@ class Offer:
     score: float | None = None
 
 
-@dataclass(frozen=True)
-class Receipt:
-    share_id: str
-    turn_id: str
-    told_at: float
-    memory_id: int | None
-    life_event_id: int
-    created: bool  # False: the same turn sent this receipt before (nothing was written now)
-
-
 # Grief or fear about the user's bad news at least this strong holds her small news back (issue 24); a user who
 # only says he is tired (心疼 0.45, 担心 0.33) still hears about her day.
 USER_LOW_AT = 0.5
@@ -111,6 +101,18 @@ def tell_life_event(conn: Any, embedder: Any, life_event_id: int, turn_id: str |
     with transaction(conn):
         mark_told(conn, life_event_id, turn_id, now)
         return index_life_event(conn, embedder, life_event_id, now, passages)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a receipt answers: the offer, the turn that told it, when, and the memory it became."""
+
+    share_id: str
+    turn_id: str
+    told_at: float
+    memory_id: int | None
+    life_event_id: int
+    created: bool  # False: the same turn sent this receipt before (nothing was written now)
 
 
 def receipt(conn: Any, embedder: Any, share_id: str, turn_id: str, now: float,

@@ -13,7 +13,8 @@ from typing import Any
 
 from engine import activity as act
 from engine.control import Switches
-from engine.life import machine, record
+from engine.life import record
+from engine.life.state import context
 from engine.memory.ingest import TurnInput
 from engine.persona import Persona
 from engine.settings import Settings
@@ -92,7 +93,7 @@ def quiet_beats(conn: Any, settings: Settings, persona: Persona, kind: str, beat
     (machine.advance, record.trace), so the samples are exactly the ones a beat-by-beat run writes.
     """
     spec = act.catalogue()[kind]
-    ctx = machine.context(settings, persona)
+    ctx = context(settings, persona)
     state, _ = record.load_day(conn, ctx, beats[0])
     record.sample_quiet(conn, ctx, state, beats, spec, kind)
 

@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from daemon.api.errors import ApiError, classify, openai_error
+from daemon.api.query_vectors import next_lines
 from daemon.api.routes.common import persona_of
 from daemon.api.state import APP, ApiState
 from daemon.api.upstream import UpstreamError, delta_of, reply_of
@@ -29,6 +30,9 @@ from engine.chat.prompt import load_template
 from engine.chat.request import ChatRequest, parse_request
 from engine.memory.recall import query_lines
 from engine.usecases.chat import ChatFinished, PreparedChat, finish_chat, prepare_chat, recall_query
+
+# Background embedding of the next lines waits at most this long for the replies in flight.
+NEXT_LINES_MAX_WAIT_S = 2.0
 
 
 def upstream_body(api: ApiState, model: Any, request: ChatRequest, prepared: PreparedChat) -> dict[str, Any]:
@@ -58,8 +62,12 @@ async def _prepare(request: web.Request, api: ApiState, chat: ChatRequest, now: 
             # Unlike POST /v1/context, turns still waiting for their vectors are not embedded here: they are
             # this conversation's own last turns, which the client sends in `messages` anyway (and recall
             # still finds them by their words), so the model call is not paid twice before the reply.
+            # The lines before a short message were embedded after the last reply (daemon/api/query_vectors.py).
             texts = list(dict.fromkeys([query, *query_lines(query)]))
-            known = dict(zip(texts, await api.off_loop(base.embed_queries, texts), strict=True))
+            known = api.query_vectors.get(texts, now)
+            missing = [text for text in texts if text not in known]
+            if missing:
+                known.update(zip(missing, await api.off_loop(base.embed_queries, missing), strict=True))
         embedded = time.perf_counter()
         name = str((api.ctx.companion or {}).get("name", ""))
         parts = load_template(api.settings.chat.prompt_template)
@@ -90,7 +98,31 @@ async def _finish(request: web.Request, api: ApiState, chat: ChatRequest, prepar
                                       persona_of(api), base, prepared, chat.last_user, reply, ts_iso, now)
     if done.turn is not None and done.turn.created and indexer is not None:
         indexer.wake()
+    request.app[APP].spawn(_embed_next_lines(api, chat.last_user, reply))
     return done
+
+
+async def _embed_next_lines(api: ApiState, user_text: str, reply: str) -> None:
+    """Embed, while the user reads and types, the lines a short next message will be recalled with.
+
+    Waits for the replies being prepared first (it is background work), and skips what the next query
+    could not use: memory search off, or lines too long for a query ([memory] max_query_chars).
+    """
+    lines = next_lines(user_text, reply)
+    if not lines or not api.ctx.switches.memory_search or len("\n".join(lines)) >= api.settings.memory.max_query_chars:
+        return
+    cache = api.query_vectors
+    generation = cache.generation
+    lines = [line for line in lines if line not in cache.get(lines, api.now())]
+    if not lines:
+        return
+    await gate_of(api.ctx).wait_idle(NEXT_LINES_MAX_WAIT_S)
+    try:
+        vectors = await api.off_loop(api.embedder().embed_queries, lines)
+    except Exception as exc:  # a cache fill: the next request embeds the lines itself
+        api.ctx.log.warning("api.chat_next_lines_failed", error=type(exc).__name__, lines=len(lines))
+        return
+    cache.put(dict(zip(lines, vectors, strict=True)), api.now(), generation)
 
 
 def _completion(model_name: str, reply: str, finish_reason: str | None, upstream: dict[str, Any],

@@ -54,6 +54,7 @@ async def _forget(request: web.Request, api: ApiState, chosen: forgetting.Select
             forgotten = report is not None and bool(report.turn_ids) and not report.already_forgotten
             again = await asyncio.to_thread(start_over, replication, forgotten=forgotten)
     assert report is not None  # the forget raised otherwise
+    api.query_vectors.clear()  # the forgotten words must not stay behind as vectors of her next query
     indexer = api.ctx.vector_indexer
     if indexer is not None:  # ids above the new max may be handed out again: look there again
         indexer.drain.indexed_upto = min(indexer.drain.indexed_upto, report.max_memory_id)
