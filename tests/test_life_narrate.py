@@ -214,6 +214,15 @@ def test_a_disappointed_walk_on_a_rainy_day_can_blame_the_rain_but_never_on_a_dr
     assert not any("雨" in str(t) for t in dry_texts)
 
 
+def test_pyjamas_go_on_after_an_evening_wash_and_never_after_a_morning_one() -> None:
+    world = next(w for w in WORLDS if w.weather == "多云")
+    texts = {hour: {str(narrate(_scene("wash", world, hour, 16), StoryState(), str(i))[0]) for i in range(80)}
+             for hour in (6.5, 8.9, 13.0, 21.5, 23.2)}
+    for hour in (6.5, 8.9, 13.0):
+        assert not any("睡衣" in t for t in texts[hour]), hour
+    assert any("睡衣" in t for t in texts[21.5] | texts[23.2])
+
+
 def test_narrate_is_pure_and_seeded() -> None:
     scene = _scene("reading", WORLDS[0], 20, 45, valence=0.3)
     story = StoryState({"book": {"index": 0, "page": 10}})

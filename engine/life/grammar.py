@@ -204,6 +204,8 @@ CONDITIONS: dict[str, Callable[[Facts], bool]] = {
     "freezing": lambda f: f["temp_low"] <= -3,
     # the day's low is quoted only when it is near it: before dawn, early, late at night (not at noon, issue 24)
     "coolest": lambda f: f["phase"] in ("before_dawn", "early", "late"),
+    # the wash before bed: 换上睡衣 belongs to the evening, not to the wash before a commute
+    "bedtime": lambda f: f["phase"] in ("evening", "late"),
     "glow": lambda f: bool(f["glow"]),  # the interval met sunset with sky: 晚霞, 夕阳
     "dark": lambda f: bool(f["dark"]),  # it ended after dusk
     "light": lambda f: bool(f["light"]),  # it ended between sunrise and sunset
