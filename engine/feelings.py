@@ -258,11 +258,14 @@ def _draw(seed: str, kind: str, at: float, index: int) -> float:
 
 def activity_raises(seed: str, kind: str, outcome: str, energy: float, at: float,
                     tab: Table | None = None, role_causes: Mapping[str, Sequence[str]] | None = None,
-                    ) -> list[tuple[list[tuple[str, float]], str]]:
+                    cause_feelings: Mapping[str, str] | None = None) -> list[tuple[list[tuple[str, float]], str]]:
     """What an activity of her own day raises as it ends (seeded: the same life raises the same feelings).
 
     `role_causes` ("good"/"bad" -> phrases) names a work event in her role's words: a teacher is not upset
-    by a client's revisions but by a fight in her class (issue 24 item 7; engine/life/data/roles.toml)."""
+    by a client's revisions but by a fight in her class (issue 24 item 7; engine/life/data/roles.toml).
+    `cause_feelings` (phrase -> feeling) is the feeling such a cause leaves where the role names one: it
+    takes the place of the rule's first, strongest feeling at the same intensity (sorting out a fight in
+    her class wears a teacher out; it does not leave her 委屈)."""
     tab = tab or table()
     out = []
     for index, rule in enumerate(tab.activity):
@@ -272,11 +275,14 @@ def activity_raises(seed: str, kind: str, outcome: str, energy: float, at: float
             continue
         if rule.chance < 1.0 and _draw(seed, kind, at, index) >= rule.chance:
             continue
-        cause = rule.cause_zh
+        cause, pairs = rule.cause_zh, list(rule.raise_)
         own = role_causes.get(rule.role_cause) if role_causes and rule.role_cause else None
         if own:
             cause = own[int(_draw(seed, kind, at, -1 - index) * len(own))]
-        out.append((list(rule.raise_), cause))
+            felt = (cause_feelings or {}).get(cause)
+            if felt and pairs:
+                pairs = [(felt, pairs[0][1]), *(p for p in pairs[1:] if p[0] != felt)]
+        out.append((pairs, cause))
         if rule.chance < 1.0:
             break   # one chance event per activity: praised or revised, not both
     return out

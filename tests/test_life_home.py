@@ -4,16 +4,19 @@ teacher goes to school, an illustrator to her studio. Real simulations on a real
 from __future__ import annotations
 
 import datetime as dt
+import tomllib
 from functools import cache
+from importlib import resources
 
 import pytest
 
 from daemon.cli.cmd_simulate import parse_start, simulate
+from engine.errors import ConfigError
 from engine.feelings import activity_raises
 from engine.home import Home, choose_home
 from engine.life.calendar import DayKind
 from engine.life.place import city
-from engine.life.week import role, role_causes
+from engine.life.week import _parse_role, cause_feelings, role, role_causes
 from engine.life.world import world_day
 from engine.settings import Settings
 
@@ -121,6 +124,24 @@ def test_a_role_names_the_causes_of_her_working_days() -> None:
     drawn = {c for at in range(0, 86400 * 60, 3600)
              for _, c in activity_raises("s", "work", "done", 1.0, float(at), role_causes=role_causes(illustrator))}
     assert drawn == {"甲方又要改稿", "稿子被夸了"}   # a role that draws keeps the feelings table's own words
+
+
+def test_a_cause_that_names_its_feeling_raises_that_feeling_in_place_of_the_tables_first() -> None:
+    teacher = role("teacher")
+    raised: dict[str, set[str]] = {}
+    for at in range(0, 86400 * 90, 3600):
+        for pairs, cause in activity_raises("s", "work", "done", 1.0, float(at), role_causes=role_causes(teacher),
+                                            cause_feelings=cause_feelings(teacher)):
+            raised.setdefault(cause, set()).add(pairs[0][0])
+    assert raised["学生打架的事"] == {"tired"}   # sorting out a fight in her class wears her out; it is no 委屈
+    assert raised["家长在群里抱怨的事"] == {"wronged"}   # a cause naming no feeling keeps the table's
+
+
+def test_a_cause_feeling_that_is_no_feeling_is_a_load_error_naming_it() -> None:
+    raw = tomllib.loads((resources.files("engine.life") / "data" / "roles.toml").read_text(encoding="utf-8"))
+    teacher = dict(raw["role"]["teacher"], bad_cause=[{"t": "学生打架的事", "feel": "烦躁"}])
+    with pytest.raises(ConfigError, match="学生打架的事.*feel must be one of"):
+        _parse_role("teacher", teacher)
 
 
 @pytest.mark.parametrize("name", ["程序员", "中学老师", "护士"])

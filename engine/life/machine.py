@@ -29,7 +29,7 @@ from engine.life.plan import DayPlan, make_plan, next_anchor
 from engine.life.scene import Companion, Moment, Outcome, Scene
 from engine.life.state import LifeContext, LifeState, energy_params, world_of
 from engine.life.story import away_ids
-from engine.life.week import leave_by, role_causes, shape_of
+from engine.life.week import cause_feelings, leave_by, role_causes, shape_of
 from engine.life.world import WorldDay
 
 __all__ = [
@@ -343,7 +343,7 @@ def _finish(ctx: LifeContext, state: LifeState, cur: dict[str, Any], at: float, 
     effects: list[Effect] = [EndActivity(cur["id"], "done", at, detail)]
     if mood_on:   # what it raised colours its own sentence (issue 24)
         raises = feel.activity_raises(state.seed_key, kind, outcome.value, energy_level(ctx, state, at), at,
-                                      role_causes=role_causes(ctx.role))
+                                      role_causes=role_causes(ctx.role), cause_feelings=cause_feelings(ctx.role))
         if raises:
             state = state.evolve(feelings=tuple(feel.apply_raises(state.feelings, raises, at)))
     if not preview:

@@ -13,6 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from engine import feelings
 from engine.errors import ConfigError
 from engine.life.calendar import DayKind, in_spring_festival
 from engine.life.localtime import MINUTE, at_local, rng_for
@@ -40,6 +41,7 @@ class Role:
     bad_day: tuple[str, ...] = ()     # what goes wrong at work, as a clause
     good_cause: tuple[str, ...] = ()  # what made a working day good, as a thing she thinks of
     bad_cause: tuple[str, ...] = ()   # what made a working day bad, as a thing she thinks of
+    cause_feel: tuple[tuple[str, str], ...] = ()  # (cause, feeling) where a cause names the feeling it leaves
 
 
 @cache
@@ -47,6 +49,12 @@ def role_causes(r: Role) -> dict[str, tuple[str, ...]] | None:
     """The causes of a good and a bad working day in her role's words (engine/feelings.py activity_raises);
     None for a role that draws, whose causes are the feelings table's own (a client's revisions, praise)."""
     return None if r.draws else {"good": r.good_cause, "bad": r.bad_cause}
+
+
+@cache
+def cause_feelings(r: Role) -> dict[str, str]:
+    """The feeling each of her role's causes leaves, where roles.toml names one (feelings.activity_raises)."""
+    return dict(r.cause_feel)
 
 
 WORKPLACES = frozenset({"工作室", "公司", "学校", "医院", "家"})
@@ -58,6 +66,27 @@ def _texts(where: str, raw: dict[str, Any], key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
         raise ConfigError(f"{where} {key} must be a list of sentences")
     return tuple(value)
+
+
+def _causes(where: str, raw: dict[str, Any], key: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """A list of causes, each a phrase or {t = phrase, feel = feeling}: the phrases, and (phrase, feeling) pairs."""
+    value = raw.get(key, [])
+    if not isinstance(value, list):
+        raise ConfigError(f"{where} {key} must be a list of phrases")
+    known = feelings.table().kinds
+    texts, feel = [], []
+    for item in value:
+        if isinstance(item, dict) and set(item) <= {"t", "feel"} and isinstance(item.get("t"), str) and item["t"]:
+            if item.get("feel") not in known:
+                raise ConfigError(f"{where} {key}: {item['t']!r} feel must be one of {sorted(known)}, "
+                                  f"got {item.get('feel')!r}")
+            texts.append(item["t"])
+            feel.append((item["t"], str(item["feel"])))
+        elif isinstance(item, str) and item:
+            texts.append(item)
+        else:
+            raise ConfigError(f"{where} {key} must list phrases or {{t = phrase, feel = feeling}}, got {item!r}")
+    return tuple(texts), tuple(feel)
 
 
 def _parse_role(name: str, raw: dict[str, Any]) -> Role:
@@ -81,14 +110,16 @@ def _parse_role(name: str, raw: dict[str, Any]) -> Role:
     draws = raw.get("draws", False)
     if not isinstance(draws, bool):
         raise ConfigError(f"{where} draws must be true or false, got {draws!r}")
-    words = {key: _texts(where, raw, key) for key in ("doing", "bad_day", "good_cause", "bad_cause")}
+    words = {key: _texts(where, raw, key) for key in ("doing", "bad_day")}
+    words["good_cause"], good_feel = _causes(where, raw, "good_cause")
+    words["bad_cause"], bad_feel = _causes(where, raw, "bad_cause")
     missing = [key for key, value in words.items() if not value]
     if work_kind == "work" and not draws and missing:
         raise ConfigError(f"{where} a working role that does not draw needs {', '.join(missing)}: "
                           "the words of her working day")
     return Role(name=name, work_kind=work_kind, place=place, start_h=start_h, end_h=end_h,
                 lunch_h=(lunch[0], lunch[1]), commute_min=(commute[0], commute[1]), commute_place=commute_place,
-                flex_h=flex_h, overtime=overtime, title=title, draws=draws, **words)
+                flex_h=flex_h, overtime=overtime, title=title, draws=draws, cause_feel=good_feel + bad_feel, **words)
 
 
 @cache
