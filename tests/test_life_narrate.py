@@ -189,9 +189,21 @@ def test_every_kind_moment_and_outcome_renders_a_clean_sentence_in_every_world()
 def test_flaws_catches_what_the_old_templates_got_wrong() -> None:
     assert "verb-object split with two 了" in flaws("早上跳了操了。")
     assert "doubled particle or punctuation" in flaws("看完了了。")
+    assert "doubled particle or punctuation" in flaws("给给妈妈画的肖像又添了几笔。")
     assert "unfilled slot" in flaws("读了{pages}。")
     assert "does not end with 。 or ！" in flaws("读了十页")
     assert flaws("读了十页。") == []
+
+
+@pytest.mark.parametrize("kind", ["music", "drawing", "bake"])
+def test_every_piece_reads_cleanly_in_every_sentence_of_its_skill(kind: str) -> None:
+    g = grammar()
+    templates = [alt.text for alts in g.kinds[kind].clauses.values() for alt in alts if "{piece}" in alt.text]
+    assert templates
+    for item in g.data["story"]["skill"][kind]["items"]:
+        for template in templates:
+            text = template.replace("{piece}", item["name"]).replace("{dur}", "两个小时").replace("{stage}", "才起了个稿")
+            assert flaws(text + "。") == [], text
 
 
 def test_feelings_follow_mood_and_outcome() -> None:

@@ -356,7 +356,7 @@ def expand(rng: random.Random, kind: str, moment: str, facts: Facts, slots: Mapp
     return None
 
 
-_DOUBLED = re.compile(r"((?<!不)了了|的的|得得|着着|，，|。。|，。|。，)")  # 来不了了 is right
+_DOUBLED = re.compile(r"((?<!不)了了|的的|得得|着着|给给|，，|。。|，。|。，)")  # 来不了了 is right
 
 
 def sentence(clauses: list[str], exclaim: bool) -> str:
