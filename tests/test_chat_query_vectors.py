@@ -18,10 +18,10 @@ import openai
 import pytest
 
 from daemon.api.http import APP
-from daemon.api.query_vectors import QueryVectors, next_lines
+from daemon.api.query_vectors import QueryVectors
 from engine.chat.request import parse_request
 from engine.memory.recall import query_lines
-from engine.usecases.chat import SHORT_QUERY_CHARS, recall_query
+from engine.usecases.chat import SHORT_QUERY_CHARS, next_lines, recall_query
 from tests.api_support import ApiHarness, HashEmbedder, turn
 from tests.chat_support import KEY, KEY_ENV, FakeModel, client, with_model
 

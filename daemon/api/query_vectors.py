@@ -19,20 +19,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.memory.recall import MAX_QUERY_LINES
-
 CAPACITY = 32  # a companion has one user: a few conversations' last lines are plenty
 TTL_S = 600.0  # a reply read for longer than ten minutes starts a new exchange more often than not
-
-
-def next_lines(user_text: str, reply: str) -> list[str]:
-    """The lines the next request's query holds before its own message, as recall will split them.
-
-    Mirrors recall_query (the two messages before a short one, stripped, joined by new lines) and
-    query_lines (the non-blank lines, the last MAX_QUERY_LINES of them; the new message takes one).
-    """
-    joined = "\n".join(text.strip() for text in (user_text, reply) if text.strip())
-    return [line for line in joined.splitlines() if line.strip()][-(MAX_QUERY_LINES - 1):]
 
 
 class QueryVectors:

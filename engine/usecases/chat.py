@@ -30,6 +30,7 @@ from engine.chat.request import ChatMessage, ChatRequest
 from engine.chat.told import reply_tells
 from engine.life.catalogue import catalogue
 from engine.memory.ingest import TurnInput
+from engine.memory.recall import query_lines
 from engine.persona import Persona
 from engine.settings import Settings
 from engine.store import transaction
@@ -40,6 +41,7 @@ from engine.usecases.context import ContextBuilt, build_context
 from engine.usecases.turns import TurnRecorded, record_turn
 
 SHORT_QUERY_CHARS = 12  # a last message this short ("真的吗？") is read with the turn before it
+FOLLOW_UP = "嗯"  # a short next message stands in for the one not sent yet (next_lines)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,16 @@ def recall_query(dialogue: list[ChatMessage]) -> str:
         return last
     before = [m.content.strip() for m in dialogue[-3:-1] if m.content.strip()]
     return "\n".join([*before, last])
+
+
+def next_lines(user_text: str, reply: str) -> list[str]:
+    """The lines a short next message's recall query holds before that message's own line.
+
+    recall_query and query_lines applied to this exchange followed by a stand-in short message, less the
+    stand-in's line: the API embeds these after a reply, so that a follow-up like 真的吗？ finds them held.
+    """
+    query = recall_query([ChatMessage("user", user_text), ChatMessage("assistant", reply), ChatMessage("user", FOLLOW_UP)])
+    return query_lines(query)[:-1]
 
 
 def turn_for(conn: Any, base: str, now: float, window_s: float) -> tuple[str, bool]:

@@ -20,7 +20,6 @@ from typing import Any
 from aiohttp import web
 
 from daemon.api.errors import ApiError, classify, openai_error
-from daemon.api.query_vectors import next_lines
 from daemon.api.routes.common import persona_of
 from daemon.api.state import APP, ApiState
 from daemon.api.upstream import UpstreamError, delta_of, reply_of
@@ -29,7 +28,14 @@ from engine import activity as act
 from engine.chat.prompt import load_template
 from engine.chat.request import ChatRequest, parse_request
 from engine.memory.recall import query_lines
-from engine.usecases.chat import ChatFinished, PreparedChat, finish_chat, prepare_chat, recall_query
+from engine.usecases.chat import (
+    ChatFinished,
+    PreparedChat,
+    finish_chat,
+    next_lines,
+    prepare_chat,
+    recall_query,
+)
 
 # Background embedding of the next lines waits at most this long for the replies in flight.
 NEXT_LINES_MAX_WAIT_S = 2.0
