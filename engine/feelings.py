@@ -68,6 +68,7 @@ class Table:
     activity: tuple[Rule, ...]
     waking_tired_per_short_h: float
     waking_cause_zh: str
+    waking_rests: frozenset[str]
     activity_tone: dict[str, tuple[float, float]]
 
     @property
@@ -89,6 +90,14 @@ def _rule(raw: Mapping[str, Any], known: Mapping[str, Kind], where: str) -> Rule
                 role_cause=str(raw.get("role_cause", "")))
 
 
+def _known(names: Iterable[str], known: Mapping[str, Kind], where: str) -> frozenset[str]:
+    out = frozenset(str(n) for n in names)
+    unknown = sorted(out - known.keys())
+    if unknown:
+        raise ConfigError(f"feelings.toml {where}: unknown feeling {unknown[0]!r}")
+    return out
+
+
 def parse(raw: Mapping[str, Any]) -> Table:
     """The feelings table from its TOML; a malformed file is a ConfigError naming what is wrong."""
     try:
@@ -106,6 +115,7 @@ def parse(raw: Mapping[str, Any]) -> Table:
             activity=tuple(_rule(v, kinds, f"activity[{i}]") for i, v in enumerate(raw["activity"])),
             waking_tired_per_short_h=float(raw["waking"]["tired_per_short_h"]),
             waking_cause_zh=str(raw["waking"]["cause_zh"]),
+            waking_rests=_known(raw["waking"].get("rests", ()), kinds, "waking.rests"),
             activity_tone={k: (float(v[0]), float(v[1])) for k, v in raw["activity_tone"].items()},
         )
     except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -295,6 +305,16 @@ def waking_raises(slept_h: float | None, need_h: float, tab: Table | None = None
     if slept_h is None or not math.isfinite(slept_h) or slept_h >= need_h:
         return []
     return [([("tired", min(1.0, tab.waking_tired_per_short_h * (need_h - slept_h)))], tab.waking_cause_zh)]
+
+
+def rested(feelings: Sequence[Feeling], tab: Table | None = None) -> list[Feeling]:
+    """What a night's sleep leaves of her feelings: those it rests ([waking] rests: tiredness) are gone.
+
+    Yesterday's 忙了一整天 is slept off, not faded; a short night raises tiredness again with its own cause
+    (waking_raises), so the morning never names last evening's reason.
+    """
+    tab = tab or table()
+    return [f for f in feelings if f.get("name") not in tab.waking_rests]
 
 
 def apply_raises(feelings: Sequence[Feeling], raises: Iterable[tuple[list[tuple[str, float]], str]], now: float,

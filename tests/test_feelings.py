@@ -30,6 +30,7 @@ START = datetime(2025, 3, 3, 6, 0, tzinfo=TZ).timestamp()
 ON = Switches.defaults()  # every switch on
 S = Settings()
 DAY = 86400.0
+HOUR = 3600.0
 GRIEF = "我外婆今天下午走了…我一直在哭"
 GOOD = "我考上研究生了！太开心了"
 NEG_OR_HOSTILE = {k.name_zh for k in feel.table().kinds.values() if k.sign != "pos"}
@@ -97,11 +98,24 @@ def test_her_own_day_raises_feelings_seeded() -> None:
     assert feel.waking_raises(4.5, 7.5)[0][0][0][0] == "tired" and feel.waking_raises(8.0, 7.5) == []
 
 
+def test_a_night_rests_yesterdays_tiredness_and_a_short_one_tires_her_for_its_own_reason() -> None:
+    evening = feel.raise_all([], [("tired", 0.9), ("glad", 0.5)], "忙了一整天", 22 * HOUR)
+    morning = 31 * HOUR   # 07:00 the next day: 0.9 halved twice and more is still felt
+    assert "tired" in [f["name"] for f in feel.current(evening, morning)]
+    slept = feel.apply_raises(feel.rested(evening), feel.waking_raises(8.0, 7.5), morning)
+    assert "tired" not in [f["name"] for f in feel.current(slept, morning)]
+    short = feel.apply_raises(feel.rested(evening), feel.waking_raises(5.5, 7.5), morning)
+    assert [f["cause"] for f in feel.current(short, morning) if f["name"] == "tired"] == ["没睡好"]
+    assert [f["name"] for f in feel.rested(evening)] == ["glad"]   # only what sleep rests
+
+
 def test_a_malformed_table_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown feeling"):
         feel.parse({**_raw(), "turn_event": {"death": {"raise": {"nope": 1.0}, "cause_zh": "x"}}})
     with pytest.raises(ConfigError, match="malformed"):
         feel.parse({k: v for k, v in _raw().items() if k != "activity_tone"})
+    with pytest.raises(ConfigError, match="waking.rests: unknown feeling 'sleepy'"):
+        feel.parse({**_raw(), "waking": {**_raw()["waking"], "rests": ["sleepy"]}})
 
 
 def _raw() -> dict:

@@ -184,7 +184,7 @@ def _wake_up(ctx: LifeContext, state: LifeState, at: float, slept_h: float, mood
         sick = illness.tired_raise(cold)
         if sick is not None:   # a cold: tired for a cause she names (issue 24 item 5)
             raises = [*raises, ([("tired", sick[0])], sick[1])]
-        state = state.evolve(day_tone=tone, feelings=tuple(feel.apply_raises(state.feelings, raises, at)))
+        state = state.evolve(day_tone=tone, feelings=tuple(feel.apply_raises(feel.rested(state.feelings), raises, at)))
         state = retarget(ctx, state, at, "sleep")
     return _new_plan(ctx, state, at, woke_at=at)
 
