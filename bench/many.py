@@ -21,7 +21,11 @@
    reference again (the reference is both single runs together: drift of a shared
    machine shows as their difference). Context p95 of the many run against the reference. The chatting
    companions' `consolidation` switch is off for the three runs (--chat-consolidation keeps it): one
-   run's turns would otherwise queue consolidations that run during the next and bias it.
+   run's turns would otherwise queue consolidations that run during the next and bias it. Before a run
+   each of its companions answers one context request, unmetered and reported as first_context_ms:
+   the first read of her file after a quiet spell would otherwise be 50 of the many run's ~1,450
+   samples (at its p95) and one of the reference's. --profile-many FILE samples the daemon with
+   py-spy through the many run (collapsed stacks), to compare two trees' CPU by function.
 Verdicts: idle CPU <= 2 %, lag p99 <= 50 ms, RSS <= 600 MB, context p95 within 10 % of single.
 
 Usage: python bench/many.py [--companions 1000] [--memories 1000] [--idle-seconds 300] [--users 50]
@@ -187,6 +191,38 @@ async def vectors_pending(sock: str, handles: list[str]) -> int | None:
             return None
         total += int(body["vectors_pending"])
     return total
+
+
+async def first_contexts(sock: str, handles: list[str]) -> list[float]:
+    """One context request to each handle, one after another, before a run is metered: each one's ms.
+
+    A companion's first context after a quiet spell reads her vector matrix and pages from disk; a
+    run of 50 users on 50 such companions would put those 50 first reads (4 % of its samples, right at
+    its p95) against a reference run on one companion that pays it once. The metered runs compare
+    steady service; the first reads are reported on their own (what a user back after a while waits).
+    """
+    out: list[float] = []
+    async with session(sock) as s:
+        for n, handle in enumerate(sorted(set(handles))):
+            body = {"query": f"{QUERIES[n % len(QUERIES)]}（第{n}次）", "turn_id": f"warm-{os.urandom(3).hex()}"}
+            began = time.perf_counter()
+            async with s.post(f"http://anima/v1/companions/{handle}/context", json=body) as r:
+                await r.read()
+                if r.status == 200:
+                    out.append((time.perf_counter() - began) * 1000)
+    return out
+
+
+def profile(path: Path | None, pid: int, seconds: float) -> subprocess.Popen[bytes] | None:
+    """py-spy sampling the daemon for `seconds` (collapsed stacks at `path`, every thread, idle ones left out)."""
+    if path is None:
+        return None
+    spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("--profile-many needs py-spy on PATH or in $PY_SPY")
+    return subprocess.Popen([spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100",
+                             "--format", "raw", "--threads", "--nonblocking", "-o", str(path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 async def set_consolidation(sock: str, handles: list[str], on: bool) -> int:
@@ -501,8 +537,13 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
                 result["loadavg_1m"] = round(os.getloadavg()[0], 2)
                 return result
 
+            cold_single = await first_contexts(sock, single)
             first = await metered(single, args.single_seconds, seed=1)
+            cold_many = await first_contexts(sock, many_handles)
+            spy = profile(args.profile_many, daemon.pid, args.chat_seconds)
             many = await metered(many_handles, args.chat_seconds, seed=2)
+            if spy is not None:
+                out["profile_many"] = {"path": str(args.profile_many), "rc": spy.wait(timeout=60)}
             second = await metered(single, args.single_seconds, seed=3)
             reference = first.pop("_context_ms") + second.pop("_context_ms")
             many_ctx = many.pop("_context_ms")
@@ -511,7 +552,11 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
             out["chat"] = {"single_users": args.single_users, "single_before": first, "many": many, "single_after": second,
                            "single_context_p95_ms": round(single_p95, 1), "single_context_samples": len(reference),
                            "many_context_p95_ms": round(many_p95, 1), "many_context_samples": len(many_ctx),
-                           "context_p95_ratio": round(many_p95 / single_p95, 3) if single_p95 else None}
+                           "context_p95_ratio": round(many_p95 / single_p95, 3) if single_p95 else None,
+                           "first_context_ms": {"single": [round(x, 1) for x in cold_single],
+                                                "many_p50": round(percentile(cold_many, 50), 1) if cold_many else None,
+                                                "many_p95": round(percentile(cold_many, 95), 1) if cold_many else None,
+                                                "many_count": len(cold_many)}}
         _, health = await get_json(sock, "/v1/health")
         _, listing = await get_json(sock, "/v1/companions")
         out["caches_end"] = find_caches(health) or find_caches(listing)
@@ -600,6 +645,8 @@ def main() -> int:
                         help="users on the one companion of the reference runs (1: the single-companion figure; "
                              "--users: the same load on one companion, isolating what many companions add)")
     parser.add_argument("--think-s", type=float, default=2.0)
+    parser.add_argument("--profile-many", type=Path, default=None, metavar="FILE",
+                        help="py-spy (PATH or $PY_SPY) samples the daemon through the many run: collapsed stacks to FILE")
     parser.add_argument("--chat-consolidation", action="store_true",
                         help="leave consolidation on for the chatting companions (default: off, so one phase's "
                              "backlog does not run in the next and bias the comparison)")
