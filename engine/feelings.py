@@ -77,25 +77,24 @@ class Table:
         return frozenset(r.cause_zh for r in self.activity if not r.say_cause)
 
 
-def _rule(raw: Mapping[str, Any], known: Mapping[str, Kind], where: str) -> Rule:
-    raises = tuple((str(k), float(v)) for k, v in raw["raise"].items())
-    unknown = [k for k, _ in raises if k not in known]
+def _known(names: Iterable[str], known: Mapping[str, Kind], where: str) -> frozenset[str]:
+    """`names` as a set; the first that is not a feeling of the table is a ConfigError naming it."""
+    listed = [str(n) for n in names]
+    unknown = [n for n in listed if n not in known]
     if unknown:
         raise ConfigError(f"feelings.toml {where}: unknown feeling {unknown[0]!r}")
+    return frozenset(listed)
+
+
+def _rule(raw: Mapping[str, Any], known: Mapping[str, Kind], where: str) -> Rule:
+    raises = tuple((str(k), float(v)) for k, v in raw["raise"].items())
+    _known((k for k, _ in raises), known, where)
     if raw.get("role_cause", "") not in ("", "good", "bad"):
         raise ConfigError(f"feelings.toml {where}: role_cause must be \"good\" or \"bad\", got {raw['role_cause']!r}")
     return Rule(raise_=raises, cause_zh=str(raw["cause_zh"]), kinds=frozenset(raw.get("kinds", ())),
                 outcome=str(raw.get("outcome", "done")), chance=float(raw.get("chance", 1.0)),
                 energy_below=float(raw.get("energy_below", math.inf)), say_cause=bool(raw.get("say_cause", True)),
                 role_cause=str(raw.get("role_cause", "")))
-
-
-def _known(names: Iterable[str], known: Mapping[str, Kind], where: str) -> frozenset[str]:
-    out = frozenset(str(n) for n in names)
-    unknown = sorted(out - known.keys())
-    if unknown:
-        raise ConfigError(f"feelings.toml {where}: unknown feeling {unknown[0]!r}")
-    return out
 
 
 def parse(raw: Mapping[str, Any]) -> Table:
