@@ -25,11 +25,15 @@
    each of its companions answers one context request, unmetered and reported as first_context_ms:
    the first read of her file after a quiet spell would otherwise be 50 of the many run's ~1,450
    samples (at its p95) and one of the reference's. --profile-many FILE samples the daemon with
-   py-spy through the many run (collapsed stacks), to compare two trees' CPU by function.
+   py-spy through the many run (collapsed stacks), to compare two trees' CPU by function. --rounds K
+   alternates K shorter many runs with K + 1 single runs (S M S ... M S): a burst of a neighbour's
+   load on this shared machine then lands in one short phase, not in the whole many run (at --think-s 2
+   on two cores, same-tree p95 varied 2x between runs); the ratio pools the phases of each kind, and
+   each round's many run is also set against the single runs on either side of it.
 Verdicts: idle CPU <= 2 %, lag p99 <= 50 ms, RSS <= 600 MB, context p95 within 10 % of single.
 
 Usage: python bench/many.py [--companions 1000] [--memories 1000] [--idle-seconds 300] [--users 50]
-       [--chat-seconds 60] [--single-seconds 60] [--think-s 2] [--data-dir DIR] [--in-place] [--keep]
+       [--chat-seconds 60] [--single-seconds 60] [--think-s 2] [--rounds 1] [--data-dir DIR] [--in-place] [--keep]
 Small trial: python bench/many.py --companions 50 --memories 200 --idle-seconds 30 --users 10 --chat-seconds 20
 """
 
@@ -537,22 +541,51 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
                 result["loadavg_1m"] = round(os.getloadavg()[0], 2)
                 return result
 
-            cold_single = await first_contexts(sock, single)
-            first = await metered(single, args.single_seconds, seed=1)
-            cold_many = await first_contexts(sock, many_handles)
-            spy = profile(args.profile_many, daemon.pid, args.chat_seconds)
-            many = await metered(many_handles, args.chat_seconds, seed=2)
-            if spy is not None:
-                out["profile_many"] = {"path": str(args.profile_many), "rc": spy.wait(timeout=60)}
-            second = await metered(single, args.single_seconds, seed=3)
-            reference = first.pop("_context_ms") + second.pop("_context_ms")
-            many_ctx = many.pop("_context_ms")
+            per_round: list[float] = []
+            if args.rounds == 1:
+                cold_single = await first_contexts(sock, single)
+                first = await metered(single, args.single_seconds, seed=1)
+                cold_many = await first_contexts(sock, many_handles)
+                spy = profile(args.profile_many, daemon.pid, args.chat_seconds)
+                many = await metered(many_handles, args.chat_seconds, seed=2)
+                if spy is not None:
+                    out["profile_many"] = {"path": str(args.profile_many), "rc": spy.wait(timeout=60)}
+                second = await metered(single, args.single_seconds, seed=3)
+                reference = first.pop("_context_ms") + second.pop("_context_ms")
+                many_ctx = many.pop("_context_ms")
+                phases: dict[str, Any] = {"single_before": first, "many": many, "single_after": second}
+            else:
+                # S M S M ... S: the same seconds in shorter phases, so that a burst of a neighbour's load on
+                # the shared machine lands in one short phase of either kind, not in the whole many run.
+                cold_single, cold_many, reference, many_ctx = [], [], [], []
+                runs: list[dict[str, Any]] = []
+                single_cut, many_cut = args.single_seconds / args.rounds, args.chat_seconds / args.rounds
+                prior: list[float] = []
+                m_ms: list[float] = []
+                for k in range(args.rounds + 1):
+                    cold_single += await first_contexts(sock, single)
+                    s_run = await metered(single, single_cut, seed=1 + 2 * k)
+                    s_ms = s_run.pop("_context_ms")
+                    runs.append({"kind": "single", **s_run})
+                    reference += s_ms
+                    if k:  # round k: its many run against the single runs on either side of it
+                        per_round.append(round(percentile(m_ms, 95) / percentile(prior + s_ms, 95), 3))
+                    if k == args.rounds:
+                        break
+                    prior = s_ms
+                    cold_many += await first_contexts(sock, many_handles)
+                    m_run = await metered(many_handles, many_cut, seed=2 + 2 * k)
+                    m_ms = m_run.pop("_context_ms")
+                    runs.append({"kind": "many", **m_run})
+                    many_ctx += m_ms
+                phases = {"phases": runs}
             single_p95 = percentile(reference, 95)
             many_p95 = percentile(many_ctx, 95)
-            out["chat"] = {"single_users": args.single_users, "single_before": first, "many": many, "single_after": second,
+            out["chat"] = {"single_users": args.single_users, "rounds": args.rounds, **phases,
                            "single_context_p95_ms": round(single_p95, 1), "single_context_samples": len(reference),
                            "many_context_p95_ms": round(many_p95, 1), "many_context_samples": len(many_ctx),
                            "context_p95_ratio": round(many_p95 / single_p95, 3) if single_p95 else None,
+                           "context_p95_ratio_per_round": per_round or None,
                            "first_context_ms": {"single": [round(x, 1) for x in cold_single],
                                                 "many_p50": round(percentile(cold_many, 50), 1) if cold_many else None,
                                                 "many_p95": round(percentile(cold_many, 95), 1) if cold_many else None,
@@ -645,6 +678,9 @@ def main() -> int:
                         help="users on the one companion of the reference runs (1: the single-companion figure; "
                              "--users: the same load on one companion, isolating what many companions add)")
     parser.add_argument("--think-s", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="K > 1: alternate K many runs with K + 1 single runs (S M S ... M S), each "
+                             "1/K of --chat-seconds / --single-seconds; pooled ratio plus one per round")
     parser.add_argument("--profile-many", type=Path, default=None, metavar="FILE",
                         help="py-spy (PATH or $PY_SPY) samples the daemon through the many run: collapsed stacks to FILE")
     parser.add_argument("--chat-consolidation", action="store_true",
@@ -654,8 +690,10 @@ def main() -> int:
     parser.add_argument("--page-cache-kib", default="default,256,64",
                         help="cache_kib values to measure RSS of N connections with ('' to skip)")
     args = parser.parse_args()
-    if args.companions < 1 or args.memories < 2 or args.users < 0:
-        parser.error("--companions >= 1, --memories >= 2, --users >= 0")
+    if args.companions < 1 or args.memories < 2 or args.users < 0 or args.rounds < 1:
+        parser.error("--companions >= 1, --memories >= 2, --users >= 0, --rounds >= 1")
+    if args.rounds > 1 and args.profile_many:
+        parser.error("--profile-many samples one many run: use it with --rounds 1")
     args.tree = args.tree.resolve()
     if args.interval_s is None:
         args.interval_s = companion_beat_s(args.tree)
