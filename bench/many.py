@@ -25,15 +25,16 @@
    each of its companions answers one context request, unmetered and reported as first_context_ms:
    the first read of her file after a quiet spell would otherwise be 50 of the many run's ~1,450
    samples (at its p95) and one of the reference's. --profile-many FILE samples the daemon with
-   py-spy through the many run (collapsed stacks), to compare two trees' CPU by function. --rounds K
-   alternates K shorter many runs with K + 1 single runs (S M S ... M S): a burst of a neighbour's
-   load on this shared machine then lands in one short phase, not in the whole many run (at --think-s 2
-   on two cores, same-tree p95 varied 2x between runs); the ratio pools the phases of each kind, and
-   each round's many run is also set against the single runs on either side of it.
+   py-spy through the many run (--rounds 1). The runs alternate (--rounds K, default 4: K shorter many
+   runs between K + 1 single runs, S M S ... M S): this shared machine drifts between a quiet and a
+   busy state for minutes at a time (same tree, daemon CPU 120 % vs 140 % for the same load, p50 28 vs
+   55 ms), and one long run of each kind compared whichever states they fell in (same-tree p95 varied 2x).
+   The ratio pools the phases of each kind; each round's many run is also set against the single runs
+   on either side of it.
 Verdicts: idle CPU <= 2 %, lag p99 <= 50 ms, RSS <= 600 MB, context p95 within 10 % of single.
 
 Usage: python bench/many.py [--companions 1000] [--memories 1000] [--idle-seconds 300] [--users 50]
-       [--chat-seconds 60] [--single-seconds 60] [--think-s 2] [--rounds 1] [--data-dir DIR] [--in-place] [--keep]
+       [--chat-seconds 60] [--single-seconds 60] [--think-s 2] [--rounds 4] [--data-dir DIR] [--in-place] [--keep]
 Small trial: python bench/many.py --companions 50 --memories 200 --idle-seconds 30 --users 10 --chat-seconds 20
 """
 
@@ -678,9 +679,9 @@ def main() -> int:
                         help="users on the one companion of the reference runs (1: the single-companion figure; "
                              "--users: the same load on one companion, isolating what many companions add)")
     parser.add_argument("--think-s", type=float, default=2.0)
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="K > 1: alternate K many runs with K + 1 single runs (S M S ... M S), each "
-                             "1/K of --chat-seconds / --single-seconds; pooled ratio plus one per round")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="alternate K many runs with K + 1 single runs (S M S ... M S), each 1/K of "
+                             "--chat-seconds / --single-seconds; pooled ratio plus one per round (1: S M S)")
     parser.add_argument("--profile-many", type=Path, default=None, metavar="FILE",
                         help="py-spy (PATH or $PY_SPY) samples the daemon through the many run: collapsed stacks to FILE")
     parser.add_argument("--chat-consolidation", action="store_true",
