@@ -137,6 +137,16 @@ def intensity_at(feeling: Feeling, now: float, half_life_h: float) -> float:
     return float(feeling["i"]) * math.exp(-math.log(2.0) * dt_s / (half_life_h * 3600.0))
 
 
+def raised_to(feeling: Feeling, tab: Table | None = None) -> float:
+    """How strong `feeling` was just after its last raise (`since`): its fading undone back to then."""
+    kind = (tab or table()).kinds.get(str(feeling.get("name")))
+    if kind is None:
+        return float(feeling["i"])
+    since = feeling["since"] if "since" in feeling else feeling["at"]
+    back_s = max(0.0, float(feeling["at"]) - float(since))
+    return float(feeling["i"]) * math.exp(math.log(2.0) * back_s / (kind.half_life_h * 3600.0))
+
+
 def combine(old: float, add: float) -> float:
     """Two raises of one feeling: 1 - (1 - old)(1 - add), so a second blow adds less and never passes 1."""
     return 1.0 - (1.0 - min(1.0, max(0.0, old))) * (1.0 - min(1.0, max(0.0, add)))

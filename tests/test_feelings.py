@@ -109,6 +109,20 @@ def test_a_night_rests_yesterdays_tiredness_and_a_short_one_tires_her_for_its_ow
     assert [f["name"] for f in feel.rested(evening)] == ["glad"]   # only what sleep rests
 
 
+def test_half_an_hour_short_is_not_said_as_a_bad_night_and_two_hours_short_is() -> None:
+    ctx = context(S, Persona())
+    from engine.life.machine import fresh_state
+
+    morning = 31 * HOUR
+    state = fresh_state(ctx, "seed", 0.0)
+    for slept, said in ((7.2, False), (5.5, True)):
+        woke = state.evolve(feelings=tuple(feel.apply_raises([], feel.waking_raises(slept, 7.5), morning)))
+        felt = _felt(ctx, woke, morning + 20 * 60, Outcome.DONE)   # breakfast, twenty minutes after waking
+        assert (felt.get("feeling_cause") == "没睡好") is said, (slept, felt)
+    assert feel.raised_to(feel.current(feel.raise_all([], [("tired", 0.6)], "x", 0.0), 2 * HOUR)[0]) == \
+        pytest.approx(0.6, abs=1e-3)   # the fading undone back to the raise
+
+
 def test_a_malformed_table_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown feeling"):
         feel.parse({**_raw(), "turn_event": {"death": {"raise": {"nope": 1.0}, "cause_zh": "x"}}})

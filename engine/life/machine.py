@@ -56,7 +56,9 @@ LIE_AWAKE_MIN = (30, 70)   # how long she lies awake, minutes (a 5-minute grid)
 FEELING_BAND_AT = 0.3
 VALENCE_BAND_DEV = 0.13
 # A feeling is named in her words while it is strong, or for a while after what raised it (the glow of a call is
-# said about the call and the hour after, not about every sentence of the evening).
+# said about the call and the hour after, not about every sentence of the evening). After the sentence about the
+# call itself, only if that raise left it strong enough to decide her band: half an hour short of her sleep (tired
+# 0.09) is not 因为没睡好，整个人都是疲的 at breakfast.
 NAMED_AT = 0.45
 NAMED_FOR_S = 90 * MINUTE
 # Her dinner anchors (the plan's keys): once one is done, her words give her no second dinner (issue 24).
@@ -407,7 +409,9 @@ def _felt(ctx: LifeContext, state: LifeState, at: float, outcome: Outcome) -> di
     else:
         band = mood_band
     tab = feel.table()
-    if top is None or not (top["i"] >= NAMED_AT or at - top["since"] <= NAMED_FOR_S):
+    just_raised = at - top["since"] <= 1.0 if top is not None else False   # the sentence about what raised it
+    if top is None or not (top["i"] >= NAMED_AT or just_raised or (at - top["since"] <= NAMED_FOR_S
+                                                                   and feel.raised_to(top) >= FEELING_BAND_AT)):
         return {"band": band}
     told = str(top["cause"]).startswith("你")
     if not told and feel.sign_of(top["name"]) == "pos" and at - top["since"] > 1.0:
