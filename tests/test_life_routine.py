@@ -72,6 +72,13 @@ def test_phone_time_in_the_evening_and_in_bed_sometimes_long() -> None:
     assert any("短视频" in e["text"] for e in events)
 
 
+def test_she_writes_her_diary_once_a_day_at_most() -> None:
+    # A second entry the same evening wrote the first one's note again (把家长在群里抱怨的事也写了进去, twice).
+    _, rows, _, _ = lived()
+    entries = Counter(_day(r["started_at"]) for r in rows if r["kind"] == "journal" and r["why"] != "resume")
+    assert entries and max(entries.values()) == 1
+
+
 def test_days_open_in_different_ways() -> None:
     _, rows, _, _ = lived()
     ordered = sorted(rows, key=lambda r: r["started_at"])
