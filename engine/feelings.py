@@ -131,10 +131,19 @@ def table() -> Table:
 # --- equations ----------------------------------------------------------------------------------------------------
 
 
+def _faded(i: float, dt_s: float, half_life_h: float) -> float:
+    """i * 2^(-dt / half-life); a negative dt undoes fading."""
+    return i * math.exp(-math.log(2.0) * dt_s / (half_life_h * 3600.0))
+
+
+def _since(feeling: Feeling) -> float:
+    """When it was last raised (older stored feelings have no `since`: their `at`)."""
+    return float(feeling["since"] if "since" in feeling else feeling["at"])
+
+
 def intensity_at(feeling: Feeling, now: float, half_life_h: float) -> float:
     """i * 2^(-(now - at) / half-life): exponential fading, exact over any gap."""
-    dt_s = max(0.0, now - float(feeling["at"]))
-    return float(feeling["i"]) * math.exp(-math.log(2.0) * dt_s / (half_life_h * 3600.0))
+    return _faded(float(feeling["i"]), max(0.0, now - float(feeling["at"])), half_life_h)
 
 
 def raised_to(feeling: Feeling, tab: Table | None = None) -> float:
@@ -142,9 +151,7 @@ def raised_to(feeling: Feeling, tab: Table | None = None) -> float:
     kind = (tab or table()).kinds.get(str(feeling.get("name")))
     if kind is None:
         return float(feeling["i"])
-    since = feeling["since"] if "since" in feeling else feeling["at"]
-    back_s = max(0.0, float(feeling["at"]) - float(since))
-    return float(feeling["i"]) * math.exp(math.log(2.0) * back_s / (kind.half_life_h * 3600.0))
+    return _faded(float(feeling["i"]), -max(0.0, float(feeling["at"]) - _since(feeling)), kind.half_life_h)
 
 
 def combine(old: float, add: float) -> float:
@@ -163,7 +170,7 @@ def current(feelings: Sequence[Feeling], now: float, tab: Table | None = None) -
         i = intensity_at(f, now, kind.half_life_h)
         if i >= tab.floor:
             out.append({"name": kind.name, "i": round(i, 4), "at": now, "cause": f.get("cause", ""),
-                        "since": float(f["since"] if "since" in f else f["at"])})
+                        "since": _since(f)})
     return sorted(out, key=lambda f: (-f["i"], f["name"]))
 
 

@@ -409,12 +409,14 @@ def _felt(ctx: LifeContext, state: LifeState, at: float, outcome: Outcome) -> di
     else:
         band = mood_band
     tab = feel.table()
-    just_raised = at - top["since"] <= 1.0 if top is not None else False   # the sentence about what raised it
-    if top is None or not (top["i"] >= NAMED_AT or just_raised or (at - top["since"] <= NAMED_FOR_S
-                                                                   and feel.raised_to(top) >= FEELING_BAND_AT)):
+    if top is None:
+        return {"band": band}
+    just_raised = at - top["since"] <= 1.0   # the sentence about what raised it
+    if not (top["i"] >= NAMED_AT or just_raised
+            or (at - top["since"] <= NAMED_FOR_S and feel.raised_to(top) >= FEELING_BAND_AT)):
         return {"band": band}
     told = str(top["cause"]).startswith("你")
-    if not told and feel.sign_of(top["name"]) == "pos" and at - top["since"] > 1.0:
+    if not told and feel.sign_of(top["name"]) == "pos" and not just_raised:
         return {"band": band}   # the glow of a run is said about the run, not about the shower after it
     sign = "pos" if feel.sign_of(top["name"]) == "pos" else "neg"
     if band != "flat" and sign != band:
