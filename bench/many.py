@@ -542,47 +542,39 @@ async def measure(args: argparse.Namespace, served_dir: Path, work: Path, out: d
                 result["loadavg_1m"] = round(os.getloadavg()[0], 2)
                 return result
 
+            # S M S M ... S: the same seconds in shorter phases, so that a drift of the shared machine lands in
+            # one short phase of either kind, not in the whole many run (--rounds 1: S M S).
+            cold_single: list[float] = []
+            cold_many: list[float] = []
+            reference: list[float] = []
+            many_ctx: list[float] = []
+            runs: list[dict[str, Any]] = []
             per_round: list[float] = []
-            if args.rounds == 1:
-                cold_single = await first_contexts(sock, single)
-                first = await metered(single, args.single_seconds, seed=1)
-                cold_many = await first_contexts(sock, many_handles)
-                spy = profile(args.profile_many, daemon.pid, args.chat_seconds)
-                many = await metered(many_handles, args.chat_seconds, seed=2)
+            single_cut, many_cut = args.single_seconds / args.rounds, args.chat_seconds / args.rounds
+            prior: list[float] = []
+            m_ms: list[float] = []
+            for k in range(args.rounds + 1):
+                cold_single += await first_contexts(sock, single)
+                s_run = await metered(single, single_cut, seed=1 + 2 * k)
+                s_ms = s_run.pop("_context_ms")
+                runs.append({"kind": "single", **s_run})
+                reference += s_ms
+                if k:  # round k: its many run against the single runs on either side of it
+                    per_round.append(round(percentile(m_ms, 95) / percentile(prior + s_ms, 95), 3))
+                if k == args.rounds:
+                    break
+                prior = s_ms
+                cold_many += await first_contexts(sock, many_handles)
+                spy = profile(args.profile_many, daemon.pid, many_cut)  # --rounds 1 only (checked in main)
+                m_run = await metered(many_handles, many_cut, seed=2 + 2 * k)
                 if spy is not None:
                     out["profile_many"] = {"path": str(args.profile_many), "rc": spy.wait(timeout=60)}
-                second = await metered(single, args.single_seconds, seed=3)
-                reference = first.pop("_context_ms") + second.pop("_context_ms")
-                many_ctx = many.pop("_context_ms")
-                phases: dict[str, Any] = {"single_before": first, "many": many, "single_after": second}
-            else:
-                # S M S M ... S: the same seconds in shorter phases, so that a burst of a neighbour's load on
-                # the shared machine lands in one short phase of either kind, not in the whole many run.
-                cold_single, cold_many, reference, many_ctx = [], [], [], []
-                runs: list[dict[str, Any]] = []
-                single_cut, many_cut = args.single_seconds / args.rounds, args.chat_seconds / args.rounds
-                prior: list[float] = []
-                m_ms: list[float] = []
-                for k in range(args.rounds + 1):
-                    cold_single += await first_contexts(sock, single)
-                    s_run = await metered(single, single_cut, seed=1 + 2 * k)
-                    s_ms = s_run.pop("_context_ms")
-                    runs.append({"kind": "single", **s_run})
-                    reference += s_ms
-                    if k:  # round k: its many run against the single runs on either side of it
-                        per_round.append(round(percentile(m_ms, 95) / percentile(prior + s_ms, 95), 3))
-                    if k == args.rounds:
-                        break
-                    prior = s_ms
-                    cold_many += await first_contexts(sock, many_handles)
-                    m_run = await metered(many_handles, many_cut, seed=2 + 2 * k)
-                    m_ms = m_run.pop("_context_ms")
-                    runs.append({"kind": "many", **m_run})
-                    many_ctx += m_ms
-                phases = {"phases": runs}
+                m_ms = m_run.pop("_context_ms")
+                runs.append({"kind": "many", **m_run})
+                many_ctx += m_ms
             single_p95 = percentile(reference, 95)
             many_p95 = percentile(many_ctx, 95)
-            out["chat"] = {"single_users": args.single_users, "rounds": args.rounds, **phases,
+            out["chat"] = {"single_users": args.single_users, "rounds": args.rounds, "phases": runs,
                            "single_context_p95_ms": round(single_p95, 1), "single_context_samples": len(reference),
                            "many_context_p95_ms": round(many_p95, 1), "many_context_samples": len(many_ctx),
                            "context_p95_ratio": round(many_p95 / single_p95, 3) if single_p95 else None,
