@@ -6,8 +6,11 @@ shipped ranking with that rule off), `with_rrf` (reciprocal-rank fusion instead 
 `with_lexicon` (the thesaurus expansion shipped off), `shipped_with_facts` (probe sets: after one
 consolidation pass, consolidated facts on, as the daemon serves after its nightly job). `--rank FIELD=VALUE` sets a RankParams field on the
 shipped row and its ablations (an A/B of a ranking constant in one run). Recall@1/3/5/10 and MRR; for zh-dev2 also hits per category,
-updates ranked above their stale turn, and how many small-talk lines get an empty context.
+updates ranked above their stale turn, and how many small-talk lines get an empty context. `--surfaces
+"？,呀"` asks every probe of a set with categories again with each ending and adds, per row, the categories
+pooled over all phrasings and how many hits at 1 an ending alone changed (`over_surfaces`).
 Usage: python bench/recall_quality.py [--evaldata DIR] [--sets zh-dev2,zh-dev,seed-probe,madial-bench]
+       [--surfaces ？,呀]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -153,13 +157,10 @@ def probe_set(evaldata: Path, name: str, embedder: Embedder, settings: MemorySet
         rankings = [(ranked_turns(conn, embedder, p["q"], settings, params, controls, now), p["ev"]) for p in probes]
         report[label] = score(rankings, "probe")
         if cats:
-            table = {}
-            for cat in cats:
-                rows = [(r, p["ev"]) for (r, _), p in zip(rankings, probes, strict=True) if p.get("cat") == cat]
-                at1 = sum(bool(r) and r[0] in ev for r, ev in rows)
-                at5 = sum(bool(set(r[:5]) & set(ev)) for r, ev in rows)
-                table[cat] = f"{at1}/{at5}/{len(rows)}"
-            report[label]["by_category_R1_R5_n"] = table
+            report[label]["by_category_R1_R5_n"] = category_table(rankings, probes)
+            if SURFACES:
+                report[label]["over_surfaces"] = over_surfaces(
+                    rankings, probes, lambda q, rp=params, rc=controls: ranked_turns(conn, embedder, q, settings, rp, rc, now))
         if name == "zh-dev2":
             empty = sum(not ranked_turns(conn, embedder, line, settings, params, controls, now) for line in SMALL_TALK)
             report[label]["small_talk_empty"] = f"{empty}/{len(SMALL_TALK)}"
@@ -190,14 +191,45 @@ def with_facts(evaldata: Path, name: str, embedder: Embedder, settings: MemorySe
                  p["ev"]) for p in probes]
     out: dict[str, Any] = {**score(rankings, "probe"), "facts_active": report["facts_active"],
                            "facts_superseded": report["superseded"]}
-    cats = sorted({p["cat"] for p in probes if "cat" in p})
-    if cats:
-        out["by_category_R1_R5_n"] = {
-            cat: "{}/{}/{}".format(*(sum(x) for x in zip(*[(bool(r) and r[0] in ev, bool(set(r[:5]) & set(ev)), 1)
-                                                           for (r, ev), p in zip(rankings, probes, strict=True)
-                                                           if p.get("cat") == cat], strict=True)))
-            for cat in cats}
+    if any("cat" in p for p in probes):
+        out["by_category_R1_R5_n"] = category_table(rankings, probes)
     return out
+
+
+def category_table(rankings: list[tuple[list[str], list[str]]], probes: list[dict[str, Any]]) -> dict[str, str]:
+    """Per category "hits at 1 / hits in the top 5 / probes"."""
+    table = {}
+    for cat in sorted({p["cat"] for p in probes if "cat" in p}):
+        rows = [(r, ev) for (r, ev), p in zip(rankings, probes, strict=True) if p.get("cat") == cat]
+        at1 = sum(bool(r) and r[0] in ev for r, ev in rows)
+        at5 = sum(bool(set(r[:5]) & set(ev)) for r, ev in rows)
+        table[cat] = f"{at1}/{at5}/{len(rows)}"
+    return table
+
+
+SURFACES: list[str] = []  # --surfaces: endings added to every probe (？, 呀) to see what a category's count is worth
+
+
+def over_surfaces(rankings: list[tuple[list[str], list[str]]], probes: list[dict[str, Any]],
+                  rank: Callable[[str], list[str]]) -> dict[str, Any]:
+    """The categories pooled over each probe as written and with each of SURFACES appended, and how many
+    probes' hit at 1 changes with the ending alone.
+
+    A user asks "我多高" and "我多高？" alike. In a category of 7 to 9 probes one near-tie is a whole
+    probe, and a question mark can tip it in either lane; pooled over such surfaces a category's count
+    says more about the ranking and less about one cosine's last digit.
+    """
+    pooled = list(rankings)
+    pooled_probes = list(probes)
+    flips = 0
+    for ending in SURFACES:
+        varied = [(rank(p["q"] + ending), p["ev"]) for p in probes]
+        flips += sum((bool(a) and a[0] in ev) != (bool(b) and b[0] in ev)
+                     for (a, ev), (b, _) in zip(rankings, varied, strict=True))
+        pooled += varied
+        pooled_probes += probes
+    return {"surfaces": ["", *SURFACES], **score(pooled, "probe"),
+            "by_category_R1_R5_n": category_table(pooled, pooled_probes), "hit_at_1_flips": flips}
 
 
 def madial_set(evaldata: Path, embedder: Embedder, settings: MemorySettings, work: Path, now: float) -> dict[str, Any]:
@@ -246,8 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank", action="append", default=[], metavar="FIELD=VALUE",
                         help="set a RankParams field on the shipped row and its ablations, e.g. fusion=rrf")
     parser.add_argument("--variants", default="", help="comma-separated rows to run (default: all)")
+    parser.add_argument("--surfaces", default="", help="comma-separated endings added to every probe of a set "
+                        "with categories (e.g. ？,呀): each row also reports the categories pooled over them")
     args = parser.parse_args(argv)
     ONLY[:] = [v for v in args.variants.split(",") if v]
+    SURFACES[:] = [v for v in args.surfaces.split(",") if v]
     evaldata = Path(args.evaldata)
     for item in args.rank:
         key, _, value = item.partition("=")
