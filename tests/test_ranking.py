@@ -168,3 +168,21 @@ def test_rrf_fusion_orders_by_lane_ranks_not_by_raw_scores():
     cands = [cand(1, v=0.9, t=0.0), cand(2, v=0.5, t=0.2), cand(3, v=0.0, t=0.9)]
     ranked = ranking.score_candidates(cands, params, now=0.0)
     assert [c.memory_id for c in ranked][0] == 2
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1), max_size=8), st.lists(st.floats(min_value=0, max_value=1), max_size=8))
+def test_merge_in_order_keeps_the_episodes_order_and_the_facts_score_order(episode_scores, fact_scores):
+    episodes = [("e", i, s) for i, s in enumerate(episode_scores)]
+    facts = sorted((("f", i, s) for i, s in enumerate(fact_scores)), key=lambda x: -x[2])
+    merged = ranking.merge_in_order(episodes, facts, lambda x: x[2])
+    assert sorted(merged) == sorted(episodes + facts)
+    assert [x for x in merged if x[0] == "e"] == episodes
+    assert [x for x in merged if x[0] == "f"] == facts
+
+
+def test_merge_in_order_puts_a_lifted_update_where_its_stale_turn_stood():
+    """The rules lifted the newer statement (0.5) above the stale one (0.6): a 0.55 fact goes after both."""
+    episodes = [("newer", 0.5), ("stale", 0.6), ("other", 0.2)]
+    merged = ranking.merge_in_order(episodes, [("fact", 0.55)], lambda x: x[1])
+    assert [name for name, _ in merged] == ["newer", "stale", "fact", "other"]
+    assert [name for name, _ in ranking.merge_in_order(episodes, [], lambda x: x[1])] == ["newer", "stale", "other"]

@@ -153,7 +153,8 @@ def merge_extra_hits(hits: Sequence[Any], extra: Sequence[Any], params: RankPara
     time window. Sorted raw, facts jumped over every episode (with the nightly facts on zh-dev2 R@1
     fell from 64.9 to 56.8 and time questions from 8/9 to 3/9): so a fact is weighed for its age
     (from valid_from) like an episode, and a time window puts its own hits first here too. A hit
-    without a time (`ts_unix` absent or 0) keeps its score and counts as outside any window.
+    without a time (`ts_unix` absent or 0) keeps its score and counts as outside any window. The
+    episodes keep the order recall's rules gave them; facts are merged in (ranking.merge_in_order).
     """
     weighed = []
     for h in extra:
@@ -163,7 +164,7 @@ def merge_extra_hits(hits: Sequence[Any], extra: Sequence[Any], params: RankPara
             age_days = (now - ts) / ranking.DAY_S
             score *= ranking.recency_weight(age_days, params.half_life_days, 1.0, params.decay_floor)
         weighed.append(replace(h, score=score))
-    merged = sorted([*hits, *weighed], key=lambda h: -h.score)
+    merged = ranking.merge_in_order(hits, sorted(weighed, key=lambda h: -h.score), lambda h: h.score)
     if window is not None:
         def within(h: Any) -> bool:
             return window.start <= (getattr(h, "ts_unix", 0.0) or 0.0) < window.end
