@@ -1,6 +1,7 @@
 """Recall quality on zh-dev2 (per category), zh-dev, seed-probe and MADial-Bench zh, one run, JSON out.
 
-Rows per set: each lane alone (vector_only, keyword_only), `shipped` (what `anima recall` runs),
+Rows per set: each lane alone (vector_only, keyword_only; vector_hubness: the e5 lane with the hubness
+correction), `shipped` (what `anima recall` runs),
 `fused_plain` (the fusion with every rule off), and one ablation per ranking rule (`no_<rule>`: the
 shipped ranking with that rule off), `with_rrf` (reciprocal-rank fusion instead of the weighted sum),
 `with_lexicon` (the thesaurus expansion shipped off), `shipped_with_facts` (probe sets: after one
@@ -43,7 +44,7 @@ ON = {"memory_search": True, "memory_hybrid": True, "memory_reread": True, "memo
 
 
 RULES = ("keyword", "decay", "importance", "mmr", "newer", "newer_pool", "slot_words", "present_default", "small_talk", "self_question", "time",
-         "lexicon")
+         "lexicon", "hubness")
 # Lines of small talk that no memory answers: recall must give them an empty context (issue 10, acceptance 5).
 SMALL_TALK = ("今天天气不错", "哈哈哈哈", "好的", "晚安", "在吗", "嗯嗯知道了", "你好呀", "谢谢你", "早上好", "吃了吗",
               "我回来了", "今天好累啊", "随便聊聊吧", "你在干嘛", "好无聊")
@@ -55,9 +56,11 @@ RANK_OVERRIDES: dict[str, Any] = {}  # --rank: RankParams fields set on the ship
 def variants(settings: MemorySettings) -> dict[str, tuple[RankParams, dict[str, Any]]]:
     full = replace(params_from_settings(settings), **RANK_OVERRIDES)
     plain = replace(params_from_settings(settings), use_decay=False, use_mmr=False, use_importance=False, use_newer=False,
-                    use_small_talk=False, use_time=False, use_lexicon=False)
+                    use_small_talk=False, use_time=False, use_lexicon=False, use_hubness=False)
     out = {
         "vector_only": (replace(plain, text_weight=0.0, vector_weight=1.0, min_score=0.0), ON),
+        # The e5 lane with the hubness correction alone: what the shipped ranking's vector lane ranks by.
+        "vector_hubness": (replace(plain, text_weight=0.0, vector_weight=1.0, min_score=0.0, use_hubness=True), ON),
         "keyword_only": (replace(plain, min_score=0.0), {**ON, "memory_hybrid": False}),
         "fused_plain": (plain, ON),
         "shipped": (full, ON),

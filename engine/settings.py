@@ -178,6 +178,7 @@ class MemorySettings:
     keyword_idf_floor: float = setting(4.0, lambda v: 0 <= v <= 20, "an IDF from 0 to 20")
     lexicon_terms: int = setting(0, lambda v: 0 <= v <= 100, "an integer from 0 to 100")
     relevance_margin: float = setting(0.03, lambda v: -1 <= v <= 1, "a cosine difference from -1 to 1")
+    hubness_weight: float = setting(0.25, lambda v: 0 <= v <= 1, "a number from 0 (off) to 1")
     ram_index_from: int = 5000
     context_embed_pending: int = 1
     embedding_threads: int = setting(1, lambda v: 0 <= v <= 64, "an integer from 0 (all cores) to 64")

@@ -170,6 +170,30 @@ def test_rrf_fusion_orders_by_lane_ranks_not_by_raw_scores():
     assert [c.memory_id for c in ranked][0] == 2
 
 
+@given(st.dictionaries(st.integers(0, 50), st.floats(min_value=0.5, max_value=1.0), min_size=1, max_size=12),
+       st.floats(min_value=0.01, max_value=1.0))
+def test_hub_penalties_sum_to_zero_and_grow_with_nearness_to_chat(levels, weight):
+    """Centred on the query's candidates: the lane keeps its scale, only the order among near-equals moves."""
+    penalties = ranking.hub_penalties(levels, weight)
+    assert set(penalties) == set(levels)
+    assert abs(sum(penalties.values())) < 1e-9 * len(levels) + 1e-12
+    by_level = sorted(levels, key=lambda i: levels[i])
+    assert all(penalties[a] <= penalties[b] + 1e-12 for a, b in zip(by_level, by_level[1:], strict=False))
+
+
+def test_hub_penalties_off_or_empty_change_nothing():
+    assert ranking.hub_penalties({1: 0.95, 2: 0.85}, 0.0) == {}
+    assert ranking.hub_penalties({}, 0.25) == {}
+
+
+def test_a_chatty_memory_loses_a_near_tie_to_a_specific_one():
+    """Equal cosines: the memory that sits nearer to generic chat ranks second once the penalty applies."""
+    penalties = ranking.hub_penalties({1: 0.93, 2: 0.88}, 0.25)
+    scores = {i: 0.885 - penalties[i] for i in (1, 2)}
+    assert scores[2] > scores[1]
+    assert math.isclose(penalties[1] - penalties[2], 0.25 * 0.05)
+
+
 @given(st.lists(st.floats(min_value=0, max_value=1), max_size=8), st.lists(st.floats(min_value=0, max_value=1), max_size=8))
 def test_merge_in_order_keeps_the_episodes_order_and_the_facts_score_order(episode_scores, fact_scores):
     episodes = [("e", i, s) for i, s in enumerate(episode_scores)]

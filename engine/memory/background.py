@@ -90,6 +90,23 @@ def background_cosine(embedder: Any, query_vec: np.ndarray) -> float:
     return float((background_vectors(embedder) @ query_vec).max())
 
 
+HUB_K = 10  # CSLS's neighbourhood (Conneau et al. 2018 use k = 10 for every language pair)
+
+
+def background_levels(embedder: Any, memory_vecs: np.ndarray, k: int = HUB_K) -> np.ndarray:
+    """Each memory's mean cosine to its k nearest background lines: how near it sits to chat about nothing.
+
+    A memory written like generic chat ("哈哈好的，那就这样吧", or any line in a chatty style) is near
+    every chat-like question, whatever the question is about: a hub, in the sense of Radovanovic et al.
+    (JMLR 2010). CSLS (Conneau et al., ICLR 2018) corrects a cosine by the target's mean similarity to
+    its k nearest neighbours; the background lines stand in for those neighbours here, as they stand in
+    for unrelated memories in the small-talk floor.
+    """
+    sims = np.asarray(memory_vecs, dtype=np.float32) @ background_vectors(embedder).T
+    k = max(1, min(k, sims.shape[1]))
+    return np.sort(sims, axis=1)[:, -k:].mean(axis=1)
+
+
 def write_shipped(embedder: Any) -> dict[str, Any]:
     """The record data/smalltalk_vectors.json holds for `embedder` (computed now, never from the shipped file)."""
     lines = background_lines()

@@ -140,6 +140,8 @@ class RankParams:
     use_self_question: bool = True  # a question about the user himself is exempt from that floor (asks_about_self)
     use_time: bool = True  # time windows parsed from the question (engine/memory/timeq.py)
     use_lexicon: bool = True  # keyword terms expanded through engine/memory/lexicon.py
+    use_hubness: bool = True  # a cosine less the memory's nearness to generic chat (hub_penalties)
+    hubness_weight: float = _TUNED.hubness_weight
     # "weighted" (fuse) or "rrf" (rrf_relevance). Weighted ships: RRF with equal weights lost 5.4 R@1 on zh-dev2
     # and 7.7 on zh-dev for +0.16 R@5 on MADial zh (bench/recall_quality.py, row with_rrf).
     fusion: Literal["weighted", "rrf"] = "weighted"
@@ -327,6 +329,20 @@ def merge_in_order(ordered: Sequence[T], others: Sequence[T], score: Callable[[T
             out.append(ordered[i])
             i += 1
     return out + list(ordered[i:]) + list(others[j:])
+
+
+def hub_penalties(levels: Mapping[int, float], weight: float) -> dict[int, float]:
+    """What each candidate's cosine loses for being a hub: weight * (its background level - the candidates' mean).
+
+    CSLS (Conneau et al. 2018) subtracts a target's mean similarity to its neighbours from every
+    cosine to it. Centred on this query's candidates, the penalties sum to zero: the lane's scale, which
+    the vector floor and the lane weights are set against, stays where it was for any embedder, and
+    only the order among near-equal cosines moves (a chatty memory drops below a specific one).
+    """
+    if not levels or weight <= 0:
+        return {}
+    mean = sum(levels.values()) / len(levels)
+    return {memory_id: weight * (level - mean) for memory_id, level in levels.items()}
 
 
 def is_small_talk(best_cosine: float, background_cosine: float, margin: float) -> bool:

@@ -14,7 +14,7 @@ import numpy as np
 from engine.control import Switches
 from engine.errors import InputError
 from engine.memory import lexicon, ranking, supersede, timeq, vector_index
-from engine.memory.background import background_cosine, background_vectors
+from engine.memory.background import background_cosine, background_levels, background_vectors
 from engine.memory.context import build_block
 from engine.memory.embed import Embedder, refuse_other_model, vec_blob
 from engine.memory.lineage import LineageMatcher
@@ -49,6 +49,7 @@ class Lanes:
     query_vec: np.ndarray | None
     line_vecs: np.ndarray | None  # one vector per line of a multi-line query, else None
     line_best: np.ndarray | None  # per line, its best cosine over the candidates (multi-line queries)
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)  # candidate vectors the lanes read already
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def params_from_settings(s: MemorySettings) -> RankParams:
     return RankParams(
         vector_weight=s.vector_weight, text_weight=s.text_weight, half_life_days=s.decay_half_life_days,
         decay_floor=s.decay_floor, min_score=s.min_score, mmr_lambda=s.mmr_lambda,
-        dialogue_text_scale=s.dialogue_text_scale,
+        dialogue_text_scale=s.dialogue_text_scale, hubness_weight=s.hubness_weight,
     )
 
 
@@ -137,6 +138,7 @@ def add_window_lane(conn: Any, lanes: Lanes, window: timeq.TimeWindow, n: int) -
     fresh = [i for i in ids if i not in lanes.cosines]
     scored = []
     for memory_id, vec in candidate_vectors(conn, fresh).items():
+        lanes.vectors[memory_id] = vec
         cosine = float(vec @ lanes.query_vec)
         if lanes.line_vecs is not None:
             cosine = 0.5 * (cosine + float((lanes.line_vecs @ vec).max()))
@@ -212,6 +214,26 @@ def above_background(embedder: Embedder | None, lanes: Lanes, rows: list[Any], m
            for best, vec in zip(lanes.line_best, lanes.line_vecs, strict=True)):
         return [r for r in rows if r["id"] not in lanes.cosines]
     return rows
+
+
+def hub_penalties_of(conn: Any, embedder: Embedder | None, lanes: Lanes, rows: list[Any],
+                     weight: float) -> dict[int, float]:
+    """The hubness penalty of each candidate with a vector (ranking.hub_penalties over background_levels).
+
+    The lanes keep their raw cosines: the small-talk floor is calibrated on them. Only the vector score
+    the fusion ranks by is corrected. A row without a vector yet has no penalty.
+    """
+    ids = [r["id"] for r in rows if r["id"] in lanes.cosines]
+    if embedder is None or not ids or weight <= 0:
+        return {}
+    unread = [i for i in ids if i not in lanes.vectors]
+    vecs = {**{i: lanes.vectors[i] for i in ids if i in lanes.vectors},
+            **(candidate_vectors(conn, unread) if unread else {})}
+    if not vecs:
+        return {}
+    found = list(vecs)
+    levels = background_levels(embedder, np.stack([vecs[i] for i in found]))
+    return ranking.hub_penalties(dict(zip(found, levels.tolist(), strict=True)), weight)
 
 
 def lineage_families(conn: Any, embedder: Embedder, items: Sequence[tuple[int, str]]) -> dict[int, frozenset[str]]:
@@ -329,13 +351,15 @@ def asks_about_self(query: str) -> bool:
     return bool(_EN_SELF.search(lowered))
 
 
-def vector_lane(conn: Any, query_vec: np.ndarray, n: int, index_from: int) -> dict[int, float]:
+def vector_lane(conn: Any, query_vec: np.ndarray, n: int, index_from: int,
+                vectors: dict[int, np.ndarray] | None = None) -> dict[int, float]:
     """The n nearest memories by cosine (exact either way): sqlite-vec's vec0 scan on small histories,
-    the in-process numpy matrix (engine/memory/vector_index.py) from `index_from` memories on."""
+    the in-process numpy matrix (engine/memory/vector_index.py) from `index_from` memories on, which
+    also fills `vectors` with the found rows' vectors."""
     if memory_store.max_memory_id(conn) < index_from:
         rows = store.nearest_vectors(conn, vec_blob(query_vec), n)
         return {row["id"]: 1.0 - float(row["distance"]) for row in rows}
-    return vector_index.nearest(conn, query_vec, n)
+    return vector_index.nearest(conn, query_vec, n, vectors)
 
 
 class TermDocCounts:
@@ -436,6 +460,7 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
     keyword_ids: set[int] = set()
     line_vecs = None
     line_best = None
+    vectors: dict[int, np.ndarray] = {}
     max_id = memory_store.max_memory_id(conn)
     query_vec = known.get(query)
     if hybrid and embedder is not None and query_vec is None:
@@ -447,7 +472,7 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
         keyword_ids = store.keyword_search(conn, match, n)
     if hybrid and embedder is not None:
         assert query_vec is not None
-        cosines.update(vector_lane(conn, query_vec, n, index_from))
+        cosines.update(vector_lane(conn, query_vec, n, index_from, vectors))
         lines = query_lines(query)
         line_vecs = _query_vectors(embedder, lines, known) if lines else None
         missing = [i for i in keyword_ids if i not in cosines]
@@ -455,6 +480,7 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
         if rescored:
             # Keyword-only candidates get their true cosine (upstream leaves 0): cheap, k*4 rows at most.
             for memory_id, vec in candidate_vectors(conn, rescored).items():
+                vectors[memory_id] = vec
                 cosine = float(vec @ query_vec)
                 if line_vecs is not None:
                     # A multi-line query (the last turns of a dialogue): half the whole, half its best line.
@@ -463,7 +489,7 @@ def lane_candidates(conn: Any, embedder: Embedder | None, query: str, n: int, hy
                     line_best = per_line if line_best is None else np.maximum(line_best, per_line)
                     cosine = 0.5 * (cosine + float(per_line.max()))
                 cosines[memory_id] = cosine
-    return Lanes(cosines, keyword_ids, query_vec, line_vecs, line_best)
+    return Lanes(cosines, keyword_ids, query_vec, line_vecs, line_best, vectors)
 
 
 def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: MemorySettings, switches: Switches,
@@ -506,6 +532,8 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         if not rows:
             # Nothing she remembers is nearer to this than generic chat: an empty context is the answer.
             return RecallResult(query=text, mode=mode + "+small_talk")
+    penalties = hub_penalties_of(conn, embedder, lanes, rows, params.hubness_weight) \
+        if hybrid and params.use_hubness else {}
     weights = query_term_weights(text, settings.keyword_idf_floor)
     # The tokens ingest stored are doc_terms' set (words + bigrams): reading them costs 0.7 ms for 48
     # candidates, segmenting the texts again 5.5 ms.
@@ -515,7 +543,8 @@ def recall(conn: Any, embedder: Embedder | None, query: str, *, settings: Memory
         weights = lexicon_expanded(weights, settings.lexicon_terms)
     cands = [
         Candidate(
-            memory_id=r["id"], vector_score=vector_score(lanes.cosines.get(r["id"], 0.0), settings.vector_floor)
+            memory_id=r["id"], vector_score=vector_score(
+                lanes.cosines.get(r["id"], 0.0) - penalties.get(r["id"], 0.0), settings.vector_floor)
             if hybrid else 0.0,
             text_score=ranking.keyword_coverage(weights, stored.get(r["id"]) or doc_terms(r["raw"])), ts=r["ts"],
             importance=r["importance"], strength=r["accessibility"],

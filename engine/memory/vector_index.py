@@ -153,8 +153,13 @@ def warm(conn: Any, index_from: int) -> int:
     return len(_current(conn).ids)
 
 
-def nearest(conn: Any, query_vec: np.ndarray, n: int) -> dict[int, float]:
-    """The n memory ids with the highest cosine to `query_vec`, with their cosines (exact)."""
+def nearest(conn: Any, query_vec: np.ndarray, n: int, vectors: dict[int, np.ndarray] | None = None
+            ) -> dict[int, float]:
+    """The n memory ids with the highest cosine to `query_vec`, with their cosines (exact).
+
+    `vectors`, when given, receives the found rows' vectors (copies of the matrix rows): recall needs
+    them for the hubness penalty, and reading them here costs nothing, from SQLite a query per recall.
+    """
     index = _current(conn)
     ids, matrix = index.ids, index.matrix
     if len(ids) == 0:
@@ -163,4 +168,6 @@ def nearest(conn: Any, query_vec: np.ndarray, n: int) -> dict[int, float]:
     n = min(n, len(ids))
     # The n largest without negating a copy of all scores first (400 KB more per recall at 100k).
     top = np.argpartition(scores, len(ids) - n)[len(ids) - n :]
+    if vectors is not None:
+        vectors.update(zip(ids[top].tolist(), matrix[top], strict=True))
     return {int(ids[i]): float(scores[i]) for i in top}
