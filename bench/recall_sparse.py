@@ -152,20 +152,15 @@ def scored(queries: Sequence[tuple[str, list[str], str]], conn_of: Callable[[int
            lane: SparseLane, settings: MemorySettings, now: float, definition: str) -> dict[str, Any]:
     """queries: (text, relevant turn ids, category); conn_of(i) is the database of query i."""
     rankings: dict[str, list[tuple[list[str], list[str]]]] = {}
-    cats: dict[str, dict[str, list[int]]] = {}
-    for i, (query, relevant, cat) in enumerate(queries):
+    for i, (query, relevant, _) in enumerate(queries):
         for row, ranked in rows_for(conn_of(i), embedder, lane, query, settings, now).items():
             rankings.setdefault(row, []).append((ranked, relevant))
-            if cat:
-                hit = cats.setdefault(row, {}).setdefault(cat, [0, 0, 0])
-                hit[0] += bool(ranked[:1] and ranked[0] in relevant)
-                hit[1] += bool(set(ranked[:5]) & set(relevant))
-                hit[2] += 1
+    probes = [{"cat": cat} if cat else {} for _, _, cat in queries]
     report: dict[str, Any] = {"queries": len(queries)}
     for row, pairs in rankings.items():
         report[row] = rq.score(pairs, definition)
-        if row in cats:
-            report[row]["by_category_R1_R5_n"] = {c: "{}/{}/{}".format(*v) for c, v in sorted(cats[row].items())}
+        if any(probes):
+            report[row]["by_category_R1_R5_n"] = rq.category_table(pairs, probes)
     return report
 
 
